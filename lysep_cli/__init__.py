@@ -1,0 +1,1 @@
+"""lysep: reproduce and extend the LySep paper (Liu & Gu)."""

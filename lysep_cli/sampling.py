@@ -1,0 +1,60 @@
+"""Halton training and test points in the unit d-ball (times [0, 1] for time-dependent PDEs).
+
+Construction (documented in docs/decisions.md): one unscrambled Halton sequence (scipy.stats.qmc) in
+the cube [-1, 1]^d (times [0, 1] as the first coordinate when there is time) is walked in order;
+points whose spatial part falls outside the closed unit ball are rejected.  The first ``n_train``
+accepted points form the training set and the next ``n_test`` the test set, so the two sets are
+disjoint by construction (consecutive, distinct elements of one low-discrepancy sequence) and uniform
+in the ball.  The data do not depend on the seed: the seed changes only the initial network.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import qmc
+
+
+def halton_ball(n: int, d: int, time: bool, skip: int = 1) -> np.ndarray:
+    """First ``n`` Halton points inside the unit d-ball (with t in [0, 1] in row 0 when ``time``).
+
+    Parameters
+    ----------
+    n : number of points.
+    d : spatial dimension.
+    time : prepend a time coordinate in [0, 1].
+    skip : leading Halton elements dropped (the first element is the origin/corner).
+
+    Returns
+    -------
+    Z : (n_in, n) with n_in = d + time; columns are samples.
+    """
+    if n < 1 or d < 1:
+        raise ValueError("n and d must be positive")
+    dim = d + int(time)
+    sampler = qmc.Halton(d=dim, scramble=False)
+    if skip:
+        sampler.fast_forward(skip)
+    # Acceptance rate of the ball in the cube [-1,1]^d: vol(B_d) / 2^d.
+    from math import gamma, pi
+
+    rate = pi ** (d / 2) / gamma(d / 2 + 1) / 2.0**d
+    accepted: list[np.ndarray] = []
+    count = 0
+    while count < n:
+        batch = int((n - count) / rate * 1.2) + 64
+        u = sampler.random(batch)
+        x = 2.0 * u[:, int(time):] - 1.0
+        keep = np.sum(x * x, axis=1) <= 1.0
+        pts = np.concatenate([u[keep, :1], x[keep]], axis=1) if time else x[keep]
+        accepted.append(pts)
+        count += len(pts)
+    return np.concatenate(accepted)[:n].T.copy()
+
+
+def train_test_points(n_train: int, n_test: int, d: int, time: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint training and test sets: consecutive runs of one Halton sequence in the ball.
+
+    Returns (Z_train (n_in, n_train), Z_test (n_in, n_test)).
+    """
+    Z = halton_ball(n_train + n_test, d, time)
+    return Z[:, :n_train].copy(), Z[:, n_train:].copy()
