@@ -157,8 +157,12 @@ def plot_bound_ratio(records: list[dict], experiment: str, out_dir: Path, solver
     fig, panels = _figure(sizes, f"{experiment}: ratio $J / J_S$ versus iterations, {name} "
                                  f"({_seeds_note(recs)})")
     for (L, M), ax in panels.items():
-        factors = set()
+        factors, violated, checked = set(), 0, 0
         for r in (r for r in recs if (r["L"], r["M"]) == (L, M)):
+            v = (r.get("bound") or {}).get("violations")
+            if v is not None:
+                checked += 1
+                violated += int(v > 0)
             h = r.get("history") or {}
             J, JS = _series(h.get("J")), _series(h.get("J_S"))
             if J is not None and JS is not None:
@@ -172,7 +176,7 @@ def plot_bound_ratio(records: list[dict], experiment: str, out_dir: Path, solver
         for f in sorted(factors):
             ax.axhline(f, color=BOUND_COLOUR, linestyle="--", linewidth=1.0)
             handles.append(Line2D([], [], color=BOUND_COLOUR, linestyle="--", linewidth=1.0))
-            labels.append(f"bound factor {f:g}")
+            labels.append(f"bound factor {f:g}" + (f" (exceeded in {violated}/{checked} runs)" if checked else ""))
         ax.set_ylabel("$J / J_S$")
         ax.legend(handles, labels, loc="best")
     return _save(fig, out_dir, f"{experiment}-bound-ratio")
