@@ -1,0 +1,76 @@
+"""PINN trained by L-BFGS-B (scipy.optimize.minimize) on J with the hand-derived gradient.
+
+f(theta) = J, grad f = dJ/dtheta, both from one call of :func:`lysep_cli.network.pinn_loss_and_grad`
+(``jac=True``).  No bounds.  ``maxiter = iterations`` (the same iteration budget as PINN-GD and LySep);
+each L-BFGS iteration costs one or more function evaluations (the line search), counted in
+extra["nfev"].  ftol and gtol default to 0 so that the run uses the whole budget unless the line
+search fails or ``maxfun`` is reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.optimize
+
+from ..network import Params, flatten, pinn_loss_and_grad, unflatten
+from ..problems import Problem
+from .base import Progress, SolveResult, TrainingData, copy_params
+
+DEFAULTS = {"maxcor": 20, "ftol": 0.0, "gtol": 0.0, "maxls": 20, "maxfun_per_iteration": 4}
+
+
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+          iterations: int, progress: Progress | None = None) -> SolveResult:
+    """L-BFGS-B on J; settings ``maxcor`` (memory), ``ftol``, ``gtol``, ``maxls`` (line-search steps),
+    ``maxfun_per_iteration`` (maxfun = that times ``iterations``).
+
+    history["J"]: J at params0, then J at each L-BFGS iterate (recorded by the per-iteration callback,
+    i.e. per iteration, not per function evaluation).  If scipy stops before ``iterations``
+    (line-search failure, maxfun), the parameters no longer change and the list is padded with the
+    last value to iterations + 1 entries; extra["nit"] and extra["message"] say where and why.
+    """
+    s = {k: settings.get(k, v) for k, v in DEFAULTS.items()}
+    like = copy_params(params0)
+    last: dict[str, Any] = {"x": None, "J": None}
+    n_nonfinite = 0
+
+    def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        nonlocal n_nonfinite
+        J, grads = pinn_loss_and_grad(unflatten(theta, like), data.Z, data.coef, data.Y)
+        n_nonfinite += not np.isfinite(J)
+        last["x"], last["J"] = theta.copy(), J
+        return J, flatten(grads)
+
+    def J_at(theta: np.ndarray) -> float:
+        if last["x"] is not None and np.array_equal(theta, last["x"]):
+            return last["J"]
+        return fun(theta)[0]
+
+    theta0 = flatten(like)
+    history = [fun(theta0)[0]]
+
+    def callback(xk: np.ndarray) -> None:
+        J = J_at(xk)
+        history.append(J)
+        if progress is not None:
+            progress(len(history) - 2, J)
+
+    res = scipy.optimize.minimize(
+        fun, theta0, jac=True, method="L-BFGS-B", callback=callback,
+        options={"maxiter": iterations, "maxfun": int(s["maxfun_per_iteration"]) * max(iterations, 1),
+                 "maxcor": int(s["maxcor"]), "ftol": float(s["ftol"]), "gtol": float(s["gtol"]),
+                 "maxls": int(s["maxls"])})
+    params = unflatten(res.x, like)
+    extra = {"settings": s, "nit": int(res.nit), "nfev": int(res.nfev), "message": str(res.message),
+             "nonfinite_evaluations": n_nonfinite,
+             "history_note": "J: initial, then per L-BFGS iteration (callback); padded with the last "
+                             "value after an early stop (see nit)"}
+    bad = [k for k, J in enumerate(history) if not np.isfinite(J)]
+    J_final = J_at(res.x)
+    if bad or not np.isfinite(J_final):
+        return SolveResult(params, {"J": history}, "diverged", diverged_at=bad[0] if bad else len(history),
+                           extra=extra)
+    history += [history[-1]] * (iterations + 1 - len(history))
+    return SolveResult(params, {"J": history}, extra=extra)

@@ -1,0 +1,108 @@
+"""PINN trained by Levenberg-Marquardt on the residual vector R(theta) (N,), with the hand-derived
+residual Jacobian (:func:`lysep_cli.jacobian.residual_jacobian`).
+
+Method (Madsen, Nielsen & Tingleff, "Methods for non-linear least squares problems", 2004, Alg. 3.16):
+minimise F = ||R||^2 / 2 (= N J / 2).  Each iteration forms the Jacobian Jac (N, P) once and solves the
+damped Gauss-Newton system
+
+    (Jac^T Jac + mu I) delta = -Jac^T R
+
+by Cholesky.  The networks here are wide (P = 1 051 .. 24 451 parameters, N = 1 000 or 2 000 samples),
+so when P > N the step is taken in the dual form (push-through identity)
+
+    (Jac Jac^T + mu I) y = -R,    delta = Jac^T y,
+
+an N x N system instead of P x P (Jac^T Jac at P = 24 451 would be 4.8 GB).  The gain ratio
+rho = (F(theta) - F(theta + delta)) / (delta^T (mu delta - Jac^T R) / 2) decides: rho > 0 accepts the
+step and sets mu <- mu max(1/3, 1 - (2 rho - 1)^3), nu <- 2; otherwise (or on a non-finite residual,
+or a failed Cholesky) mu <- mu nu, nu <- 2 nu and the step is re-solved with the same Jacobian.
+mu_0 = tau max_i (Jac^T Jac)_ii.
+
+Cost per iteration at the largest size (elliptic-10d, (3, 150)): Jacobian 2000 x 24 451 float64 =
+391 MB (reused buffer), Gram 2000 x 2000 = 32 MB; time dominated by forming Jac Jac^T (N^2 P flops).
+Because each iteration costs about as much as several hundred gradient evaluations there, the
+iteration count is capped by the setting ``max_iterations`` (docs/baselines.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..jacobian import residual_jacobian
+from ..network import Params, flatten, forward, residual, unflatten
+from ..problems import Problem
+from .base import Progress, SolveResult, TrainingData, copy_params
+
+DEFAULTS = {"max_iterations": 200, "tau": 1.0e-3, "max_tries": 30}
+
+
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+          iterations: int, progress: Progress | None = None) -> SolveResult:
+    """Levenberg-Marquardt on R; settings ``max_iterations`` (cap on iterations), ``tau`` (mu_0 scale),
+    ``max_tries`` (damping increases per iteration before the run is declared stalled).
+
+    One iteration = one Jacobian + one accepted step.  history["J"]: J at params0, then after each
+    iteration; min(iterations, max_iterations) + 1 entries, padded with the last value if the run
+    stalls earlier (extra["stalled_at"]).
+    """
+    s = {k: settings.get(k, v) for k, v in DEFAULTS.items()}
+    n_iter = min(iterations, int(s["max_iterations"]))
+    tau, max_tries = float(s["tau"]), int(s["max_tries"])
+    params = copy_params(params0)
+    like = params
+    theta = flatten(params)
+    Z, coef, Y = data.Z, data.coef, data.Y
+    N, P = Z.shape[1], theta.size
+    dual = P > N
+    ch = forward(params, Z)
+    R = residual(ch, coef, Y)
+    F = 0.5 * float(R @ R)
+    history = [2.0 * F / N]
+    extra: dict[str, Any] = {
+        "settings": s, "iterations_run": n_iter, "gram": "Jac Jac^T (N x N)" if dual else "Jac^T Jac (P x P)",
+        "jacobian_MB": N * P * 8 / 1e6,
+        "history_note": "J: initial, then after each LM iteration (one Jacobian, one accepted step); "
+                        "min(iterations, max_iterations) + 1 entries"}
+    if not np.isfinite(F):
+        return SolveResult(params, {"J": history}, "diverged", diverged_at=0, extra=extra)
+    Jac = np.empty((N, P))
+    mu, nu, n_rejected = None, 2.0, 0
+    for k in range(n_iter):
+        residual_jacobian(params, Z, coef, ch, out=Jac)
+        if not np.all(np.isfinite(Jac)):
+            return SolveResult(params, {"J": history}, "diverged", diverged_at=k, extra=extra)
+        g = Jac.T @ R
+        gram = Jac @ Jac.T if dual else Jac.T @ Jac
+        if mu is None:
+            mu = tau * float(np.max(np.einsum("np,np->p", Jac, Jac)))
+        for _ in range(max_tries):
+            try:
+                c = scipy.linalg.cho_factor(gram + mu * np.eye(gram.shape[0]), check_finite=False)
+                delta = Jac.T @ scipy.linalg.cho_solve(c, -R) if dual else scipy.linalg.cho_solve(c, -g)
+                new = unflatten(theta + delta, like)
+                ch_new = forward(new, Z)
+                R_new = residual(ch_new, coef, Y)
+                F_new = 0.5 * float(R_new @ R_new)
+                rho = (F - F_new) / (0.5 * float(delta @ (mu * delta - g)))
+            except np.linalg.LinAlgError:
+                rho = -1.0
+            if np.isfinite(rho) and rho > 0:
+                theta, params, ch, R, F = theta + delta, new, ch_new, R_new, F_new
+                mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                nu = 2.0
+                break
+            n_rejected += 1
+            mu *= nu
+            nu *= 2.0
+        else:
+            extra["stalled_at"] = k
+            break
+        history.append(2.0 * F / N)
+        if progress is not None:
+            progress(k, history[-1])
+    extra.update(mu_final=mu, rejected_steps=n_rejected)
+    history += [history[-1]] * (n_iter + 1 - len(history))
+    return SolveResult(params, {"J": history}, extra=extra)

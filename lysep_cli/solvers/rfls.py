@@ -1,0 +1,69 @@
+"""Random-feature least squares (ablation): hidden layers frozen, output layer by one linear solve.
+
+The hidden layers W_1, b_1, ..., W_{L-1}, b_{L-1} stay at their seeded initial values (the same
+initial network PINN and LySep start from).  The PINN residual is linear in the output layer, so
+
+    (W_L, b_L) = argmin ||A [W_L^T; b_L] - Y||^2,    A = (N, M + 1)   (jacobian.output_layer_system)
+
+is one linear least-squares problem: the same kind of closed-form solve LySep uses for W_3, here on
+its own.  A is badly conditioned (the sin features of a random layer are nearly dependent; cond(A)
+grows like 1e7 .. 1e17 with M), so it is solved by the SVD (``scipy.linalg.lstsq``, LAPACK gelsd)
+with a relative cutoff: singular values below ``rcond * s_max`` are dropped (minimum-norm solution in
+the remaining subspace).  The default, ``rcond: auto``, is eps * max(N, M + 1) (numpy.linalg.lstsq's
+default: singular values below the round-off level of A's entries carry no information).
+docs/baselines.md shows how J and l2 depend on the cutoff.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from ..jacobian import output_layer_system
+from ..network import Params
+from ..problems import Problem
+from .base import Progress, SolveResult, TrainingData, copy_params
+
+
+def cutoff(setting: Any, shape: tuple[int, int]) -> float:
+    """The relative singular-value cutoff: a number, or eps * max(shape) for "auto"/None."""
+    if setting is None or setting == "auto":
+        return float(np.finfo(float).eps * max(shape))
+    return float(setting)
+
+
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+          iterations: int, progress: Progress | None = None) -> SolveResult:
+    """One SVD least-squares solve for (W_L, b_L); settings: ``rcond`` (relative singular-value
+    cutoff, a number or "auto").
+
+    ``iterations`` is ignored (the method is one closed-form step).  history["J"] = [J at params0,
+    J after the solve]; extra records cond(A) = s_max / s_min, the effective rank and the cutoff.
+    """
+    params = copy_params(params0)
+    A, _ = output_layer_system(params, data.Z, data.coef)
+    rcond = cutoff(settings.get("rcond", "auto"), A.shape)
+    N = A.shape[0]
+    WL, bL = params[-1]
+    R0 = A @ np.concatenate([WL.ravel(), bL]) - data.Y
+    J0 = float(R0 @ R0 / N)
+    history = {"J": [J0]}
+    extra: dict[str, Any] = {"rcond": rcond, "n_columns": int(A.shape[1]),
+                             "history_note": "J: [initial, after the one least-squares solve]"}
+    if not np.all(np.isfinite(A)):
+        history["J"].append(float("nan"))
+        return SolveResult(params, history, "diverged", diverged_at=1, extra=extra)
+    x, _, rank, s = scipy.linalg.lstsq(A, data.Y, cond=rcond, lapack_driver="gelsd")
+    params[-1] = (x[:-1][None, :], x[-1:].copy())
+    R = A @ x - data.Y
+    J = float(R @ R / N)
+    history["J"].append(J)
+    extra.update(cond=float(s[0] / s[-1]) if s[-1] > 0 else float("inf"), rank=int(rank),
+                 s_max=float(s[0]), s_min=float(s[-1]))
+    if progress is not None:
+        progress(0, J)
+    if not np.isfinite(J):
+        return SolveResult(params, history, "diverged", diverged_at=1, extra=extra)
+    return SolveResult(params, history, extra=extra)
