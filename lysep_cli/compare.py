@@ -29,7 +29,7 @@ DISPLAY = {"pinn": "PINN", "lysep": "LySep"}
 WITHIN = 10.0
 
 CELL_COLUMNS = [
-    "experiment", "L", "M", "solver", "quantity", "ours_mean", "ours_std", "n_seeds",
+    "experiment", "L", "M", "solver", "quantity", "ours_mean", "ours_std", "n_seeds", "n_diverged",
     "paper_mean", "paper_std", "paper_seeds", "ratio",
 ]
 VERDICT_COLUMNS = ["experiment", "L", "M", "quantity", "ours", "paper", "agree"]
@@ -86,7 +86,8 @@ class Comparison:
     """Everything ``render_comparison`` prints, as data.
 
     cells : one row per (experiment, L, M, solver, quantity) with columns CELL_COLUMNS; ours_* are NaN and
-        n_seeds 0 for missing runs, paper_* NaN for solvers/sizes the paper does not have.
+        n_seeds 0 for missing runs, paper_* NaN for solvers/sizes the paper does not have. n_seeds counts the
+        runs aggregated (status "ok"), n_diverged the diverged runs (not in the mean).
     verdicts : one row per (experiment, L, M, quantity in J, l2): does LySep beat PINN (mean strictly lower)?
         ``ours``/``paper`` are True/False or None when a side is missing; ``agree`` None unless both known.
     summary : experiment -> dict(cells, compared, within, better, worse, missing, verdicts, agree).
@@ -159,6 +160,7 @@ def build_comparison(results_dir: Path, experiments: list[str] | None = None) ->
                         "experiment": exp, "L": L, "M": M, "solver": solver, "quantity": q,
                         "ours_mean": o_mean, "ours_std": o_std,
                         "n_seeds": int(o["n_seeds"]) if o is not None else 0,
+                        "n_diverged": int(_num(o.get("n_diverged", 0)) or 0) if o is not None else 0,
                         "paper_mean": p_mean, "paper_std": p_std,
                         "paper_seeds": block.get("seeds") if len(pc) else None, "ratio": ratio,
                     })
@@ -304,6 +306,8 @@ def render_comparison(results_dir: Path, experiments: list[str] | None, fmt: str
         for c in cells.itertuples(index=False):
             has_paper = c.paper_seeds is not None and not pd.isna(c.paper_seeds)
             n = f"{c.n_seeds}/{int(c.paper_seeds)}" if has_paper else f"{c.n_seeds}"
+            if c.n_diverged:
+                n += f" (+{c.n_diverged} diverged)"
             ours = f.pm(c.ours_mean, c.ours_std) if c.n_seeds else f"{f.dash()} (0 seeds)"
             rows.append([f"({c.L},{c.M})", f.text(DISPLAY.get(c.solver, c.solver)), f.quantity(c.quantity),
                          ours, n, f.pm(c.paper_mean, c.paper_std), _ratio(c.ratio)])

@@ -69,8 +69,12 @@ def _grid(n: int) -> tuple[int, int]:
 
 def _figure(sizes: list[tuple[int, int]], title: str):
     nrows, ncols = _grid(len(sizes))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.25 * ncols, 2.5 * nrows + 0.35), squeeze=False,
-                             constrained_layout=True)
+    if ncols == 1:  # one panel: a little wider, and the title on two lines so that it fits
+        figsize = (4.2, 3.3)
+        title = title.replace(": ", ":\n", 1)
+    else:
+        figsize = (3.25 * ncols, 2.5 * nrows + 0.35)
+    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, constrained_layout=True)
     for ax in axes.flat[len(sizes):]:
         ax.set_visible(False)
     panels = {}

@@ -1,0 +1,225 @@
+"""lysep compare: the comparison's numbers match the records and the published table, cell by cell."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lysep_cli.compare import build_comparison, load_published, published_frame, render_comparison
+
+EXP = "elliptic-2d"
+SIZES = [(3, 30), (3, 50)]          # the paper also has (3, 80) and (3, 100): those stay missing
+SEEDS = [0, 1, 2]
+ITERATIONS = 20
+# ours = paper * factor * (1 + 0.1 seed): mean factor 1.1 x these
+FACTORS = {("pinn", "J"): 0.5, ("pinn", "l2"): 20.0,
+           ("lysep", "J_S"): 2.0, ("lysep", "J"): 0.05, ("lysep", "l2"): 1.5}
+
+
+def paper_cell(L, M, solver, q):
+    model = {"pinn": "PINN", "lysep": "LySep"}[solver]
+    row = [r for r in load_published()[EXP]["rows"] if (r["L"], r["M"], r["model"]) == (L, M, model)][0]
+    return row[q]
+
+
+def write_record(root: Path, exp: str, solver: str, L: int, M: int, seed: int, final: dict,
+                 iterations: int = ITERATIONS, status: str = "ok", bound_factor: float | None = 84.0):
+    """One run record in the documented layout, with geometric J (and J_S) histories ending at ``final``."""
+    k = np.arange(iterations + 1)
+    J = list(final["J"] * 10.0 ** (3 * (1 - k / iterations)))
+    J_S = list(np.array(J) / (2.0 + seed)) if final.get("J_S") is not None else None
+    if J_S is not None:
+        J_S[-1] = final["J_S"]
+    rec = {
+        "experiment": exp, "solver": solver, "L": L, "M": M, "seed": seed, "iterations": iterations,
+        "settings": {}, "status": status, "diverged_at": None, "seconds": 1.0 + seed,
+        "final": {"J": final["J"], "J_S": final.get("J_S"), "l2": final["l2"]},
+        "bound": ({"factor": bound_factor, "violations": 0} if solver == "lysep" else None),
+        "history": {"J": J, "J_S": J_S},
+        "extra": {},
+    }
+    d = root / exp / solver / f"L{L}-M{M}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"seed-{seed}.json").write_text(json.dumps(_strict(rec), allow_nan=False))
+    return rec
+
+
+def _strict(x):
+    """Non-finite floats as null, as the run records store them."""
+    if isinstance(x, dict):
+        return {k: _strict(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_strict(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def make_results(root: Path) -> list[dict]:
+    recs = []
+    for L, M in SIZES:
+        for solver in ("pinn", "lysep"):
+            for s in SEEDS:
+                final = {}
+                for q in ("J_S", "J", "l2"):
+                    if (solver, q) in FACTORS:
+                        final[q] = paper_cell(L, M, solver, q)[0] * FACTORS[(solver, q)] * (1 + 0.1 * s)
+                recs.append(write_record(root, EXP, solver, L, M, s, final))
+    return recs
+
+
+@pytest.fixture()
+def results(tmp_path):
+    recs = make_results(tmp_path / "results")
+    return tmp_path / "results", recs
+
+
+def test_published_frame_matches_yaml():
+    pub = published_frame()
+    # 4 tables x 4 sizes x (PINN: J, l2 + LySep: J_S, J, l2)
+    assert len(pub) == 4 * 4 * 5
+    c = pub[(pub.experiment == "parabolic-5d") & (pub.L == 3) & (pub.M == 50) & (pub.solver == "lysep")
+            & (pub.quantity == "J_S")].iloc[0]
+    assert (c["mean"], c["std"]) == (2.95e-05, 3.95e-06)
+    assert set(pub[pub.solver == "pinn"].quantity) == {"J", "l2"}
+
+
+def test_cells_match_records_and_paper(results):
+    root, recs = results
+    comp = build_comparison(root, [EXP])
+    from lysep_cli.tables import aggregate
+
+    agg = aggregate(recs)
+    cells = comp.cells
+    assert set(cells.experiment) == {EXP}
+    for L, M in SIZES:
+        for (solver, q) in FACTORS:
+            c = cells[(cells.L == L) & (cells.M == M) & (cells.solver == solver) & (cells.quantity == q)]
+            assert len(c) == 1
+            c = c.iloc[0]
+            vals = [r["final"][q] for r in recs if (r["L"], r["M"], r["solver"]) == (L, M, solver)]
+            assert c.ours_mean == pytest.approx(np.mean(vals), rel=1e-12)
+            a = agg[(agg.experiment == EXP) & (agg.L == L) & (agg.M == M) & (agg.solver == solver)].iloc[0]
+            assert c.ours_std == pytest.approx(a[f"{q}_std"], rel=1e-12)
+            assert c.n_seeds == len(SEEDS)
+            pm, ps = paper_cell(L, M, solver, q)
+            assert (c.paper_mean, c.paper_std) == (pm, ps)
+            assert c.ratio == pytest.approx(np.mean(vals) / pm, rel=1e-12)
+            assert c.ratio == pytest.approx(1.1 * FACTORS[(solver, q)], rel=1e-12)
+    # the paper's other sizes are there, without runs
+    miss = cells[cells.M.isin([80, 100])]
+    assert len(miss) == 2 * 5
+    assert (miss.n_seeds == 0).all() and miss.ours_mean.isna().all() and miss.ratio.isna().all()
+    assert not miss.paper_mean.isna().any()
+
+
+def test_summary_counts(results):
+    root, _ = results
+    s = build_comparison(root, [EXP]).summary[EXP]
+    # per size: within = PINN J (0.55), LySep J_S (2.2), LySep l2 (1.65); better = PINN J, LySep J
+    assert s == {"cells": 20, "compared": 10, "within": 6, "better": 4, "worse": 6, "missing": 10,
+                 "verdicts": 4, "agree": 4}
+
+
+def test_verdicts(results):
+    root, _ = results
+    v = build_comparison(root, [EXP]).verdicts
+    got = {(r.M, r.quantity): (r.ours, r.paper, r.agree) for r in v.itertuples()}
+    # the paper: LySep beats PINN everywhere in Table 1; ours: decided from the synthetic numbers
+    for M in (30, 50):
+        for q in ("J", "l2"):
+            ly = paper_cell(3, M, "lysep", q)[0] * 1.1 * FACTORS[("lysep", q)]
+            pi = paper_cell(3, M, "pinn", q)[0] * 1.1 * FACTORS[("pinn", q)]
+            assert got[(M, q)][0] == (ly < pi)
+            assert got[(M, q)][1] is True
+    assert got[(80, "J")] == (None, True, None)
+
+
+def test_verdict_disagrees(tmp_path):
+    root = tmp_path / "results"
+    for s in (0, 1):
+        write_record(root, EXP, "pinn", 3, 30, s, {"J": 1e-6, "l2": 1e-1})
+        write_record(root, EXP, "lysep", 3, 30, s, {"J_S": 1e-5, "J": 1e-5, "l2": 1e-3})
+    comp = build_comparison(root, [EXP])
+    v = {r.quantity: (r.ours, r.paper, r.agree) for r in comp.verdicts[comp.verdicts.M == 30].itertuples()}
+    assert v == {"J": (False, True, False), "l2": (True, True, True)}
+    assert comp.summary[EXP]["verdicts"] == 2 and comp.summary[EXP]["agree"] == 1
+    md = render_comparison(root, [EXP], "markdown")
+    assert "| (3,30) | no | yes | yes | yes |" in md
+
+
+def test_markdown_rows_match_cells(results):
+    root, recs = results
+    md = render_comparison(root, [EXP], "markdown")
+    assert "## elliptic-2d (paper Table 1)" in md
+    lines = md.splitlines()
+    for L, M in SIZES:
+        for (solver, q) in FACTORS:
+            vals = np.array([r["final"][q] for r in recs if (r["L"], r["M"], r["solver"]) == (L, M, solver)])
+            pm, ps = paper_cell(L, M, solver, q)
+            model = {"pinn": "PINN", "lysep": "LySep"}[solver]
+            row = [ln for ln in lines if ln.startswith(f"| ({L},{M}) | {model} | {q} |")]
+            assert len(row) == 1, (L, M, solver, q)
+            fields = [f.strip() for f in row[0].strip("|").split("|")]
+            assert fields[3].startswith(f"{vals.mean():.2e} ± ")
+            assert fields[4] == f"{len(SEEDS)}/10"
+            assert fields[5] == f"{pm:.2e} ± {ps:.2e}"
+            assert float(fields[6]) == pytest.approx(vals.mean() / pm, rel=1e-2)
+    assert "| (3,80) | PINN | J | — (0 seeds) | 0/10 | 9.42e-03 ± 9.38e-03 |  |" in md
+    summary = [ln for ln in lines if ln.startswith("**Summary**")]
+    assert summary == ["**Summary** elliptic-2d: 6/20 cells within 10x of the paper; 4 better (ours < paper), "
+                       "6 worse (ours > paper); 10 missing; LySep-vs-PINN verdict agrees with the paper in 4/4"]
+    assert f"iterations {ITERATIONS} (paper: 2000)" in md
+
+
+def test_latex_is_balanced(results):
+    root, _ = results
+    tex = render_comparison(root, [EXP], "latex")
+    assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == 2
+    assert "±" not in tex and "—" not in tex
+    assert r"$\pm$" in tex
+    body = [ln for ln in tex.splitlines() if ln.startswith("(3,30) & PINN")]
+    assert body and all(ln.count("&") == 6 for ln in body)
+
+
+def test_all_experiments_and_extra_solver(tmp_path):
+    root = tmp_path / "results"
+    write_record(root, "elliptic-10d", "rfls", 3, 20, 0, {"J": 1e-9, "l2": 1e-4})
+    write_record(root, "my-own", "pinn", 2, 10, 0, {"J": 1e-3, "l2": 1e-2})
+    comp = build_comparison(root, None)
+    assert comp.experiments == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d", "my-own"]
+    s = comp.summary["hyperbolic-5d"]
+    assert s["cells"] == 20 and s["missing"] == 20 and s["compared"] == 0
+    rf = comp.cells[comp.cells.solver == "rfls"]
+    assert set(rf.quantity) == {"J", "l2"} and rf.paper_mean.isna().all() and rf.ratio.isna().all()
+    assert comp.summary["elliptic-10d"]["cells"] == 20  # extra solvers are not counted
+    md = render_comparison(root, None, "markdown")
+    assert "## my-own (not in the paper)" in md
+    assert "| (3,20) | rfls | J | 1.00e-09" in md
+    assert "**Summary** my-own: no published cells to compare with" in md
+
+
+def test_unknown_format(results):
+    with pytest.raises(ValueError):
+        render_comparison(results[0], [EXP], "html")
+
+
+def test_diverged_runs(tmp_path):
+    root = tmp_path / "results"
+    write_record(root, EXP, "pinn", 3, 30, 0, {"J": math.nan, "l2": math.nan}, status="diverged")
+    write_record(root, EXP, "lysep", 3, 30, 0, {"J_S": 1e-5, "J": 2e-5, "l2": 1e-3})
+    write_record(root, EXP, "lysep", 3, 30, 1, {"J_S": 3e-5, "J": 4e-5, "l2": 3e-3})
+    write_record(root, EXP, "lysep", 3, 30, 2, {"J_S": math.nan, "J": math.nan, "l2": math.nan},
+                 status="diverged")
+    comp = build_comparison(root, [EXP])
+    ly = comp.cells[(comp.cells.solver == "lysep") & (comp.cells.M == 30) & (comp.cells.quantity == "J")].iloc[0]
+    assert (ly.n_seeds, ly.n_diverged) == (2, 1) and ly.ours_mean == pytest.approx(3e-5)
+    md = render_comparison(root, [EXP], "markdown")
+    assert "2 diverged run(s)" in md
+    assert "| (3,30) | PINN | J | — (0 seeds) | 0/10 (+1 diverged) |" in md
+    assert "| (3,30) | LySep | J | 3.00e-05 ± 1.00e-05 | 2/10 (+1 diverged) |" in md
+    assert comp.summary[EXP]["missing"] == 2 + 15
