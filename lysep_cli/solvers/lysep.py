@@ -151,20 +151,21 @@ class LySepIteration:
         wt = weights(st, data)
         g = gradient(block, st, data, terms, self.mode, wt)
         x = getattr(st, block)
-        J0 = lysep_loss(st, data, terms).J_S
+        J0 = self.J_S
 
         def trial(t: float):
             st2 = st.with_(**{block: x - t * g})
             t2 = update_terms(terms, block, st2, data)
             return lysep_loss(st2, data, t2).J_S, (st2, t2)
 
-        _, payload, t = self.rules[block].step(J0, float(np.sum(g * g)), trial)
+        J, payload, t = self.rules[block].step(J0, float(np.sum(g * g)), trial)
         if payload is not None:
             self.st, self.terms = payload
+            self.J_S = J
             self.accepted_steps[block] += 1
 
-    def sweep(self) -> None:
-        """One iteration k of Algorithm 1 (2, 3)."""
+    def sweep(self, with_cond: bool = False) -> None:
+        """One iteration k of Algorithm 1 (2, 3); ``with_cond`` also measures the W_3 system's condition."""
         data = self.data
         for block in ORDER:
             if block in GRADIENT_BLOCKS:
@@ -175,14 +176,15 @@ class LySepIteration:
                 self._set("b2", solve_b2(self.st, data, weights(self.st, data)))
             elif block == "W3":
                 sol = solve_W3(self.st, data, self.terms, weights(self.st, data),
-                               joint=self.s["w3_b3"] == "joint", rcond=self.s["rcond"])
+                               joint=self.s["w3_b3"] == "joint", rcond=self.s["rcond"], with_cond=with_cond)
                 self.last_cond = sol.cond
                 self._set("W3", sol.W3)
                 if sol.b3 is not None:
                     self._set("b3", sol.b3)
             elif block == "b3" and self.s["w3_b3"] == "separate":
                 self._set("b3", solve_b3(self.st, data))
-        self.J_S = lysep_loss(self.st, data, self.terms).J_S
+            if block not in GRADIENT_BLOCKS:
+                self.J_S = lysep_loss(self.st, data, self.terms).J_S
 
 
 def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
@@ -207,15 +209,16 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
     violations, worst_ratio = 0, J0 / it.J_S if it.J_S > 0 else float("nan")
     first_violation: int | None = None
     J_first_solve: float | None = None
+    cond_first = float("nan")
     status, diverged_at = "ok", None
     t0 = time.perf_counter()
     for k in range(iterations):
-        it.sweep()
+        it.sweep(with_cond=k in (0, iterations - 1))
         J = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
         hist_JS.append(it.J_S)
         hist_J.append(J)
         if J_first_solve is None:
-            J_first_solve = J  # the first W_3/b_3 solve ends the first sweep
+            J_first_solve, cond_first = J, it.last_cond  # the first W_3/b_3 solve ends the first sweep
         if not (np.isfinite(it.J_S) and np.isfinite(J)):
             status, diverged_at = "diverged", k + 1
             break
@@ -235,7 +238,8 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
         "diagnostics": {
             "J_after_first_W3_solve": J_first_solve,
             "W3_norm": float(np.linalg.norm(st.W3)),
-            "W3_system_cond": it.last_cond,
+            "W3_system_cond_first": cond_first,
+            "W3_system_cond_last": it.last_cond,
             "move_W1": _relative_move(st.W1, W1), "move_b1": _relative_move(st.b1, b1),
             "move_W2": _relative_move(st.W2, W2), "move_b2": _relative_move(st.b2, b2),
             "accepted_steps": it.accepted_steps,

@@ -41,11 +41,12 @@ Shapes: a_l (M, N); d_lj stacked as (n_in, M, N); q as (|S|, M, N).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
 
-from ..network import Params, forward, sigma, sigma1, sigma2, sigma3
+from ..network import Params, forward
 from ..problems import OperatorCoefficients
 
 WeightMode = Literal["frozen", "through"]
@@ -112,7 +113,29 @@ class LySepState:
                 (self.W3.copy(), np.array([self.b3]))]
 
     def with_(self, **changes: np.ndarray) -> "LySepState":
-        return replace(self, **changes)
+        """A new state with some variables replaced; cached sigma(a_l) values of unchanged a_l are kept."""
+        new = replace(self, **changes)
+        for name in ("s_a1", "c_a1", "s_a2", "c_a2"):
+            if name in self.__dict__ and "a" + name[-1] not in changes:
+                new.__dict__[name] = self.__dict__[name]
+        return new
+
+    # sin and cos of a_l, computed once per value of a_l (sigma = sin: sigma' = cos, sigma'' = -sin).
+    @cached_property
+    def s_a1(self) -> np.ndarray:
+        return np.sin(self.a1)
+
+    @cached_property
+    def c_a1(self) -> np.ndarray:
+        return np.cos(self.a1)
+
+    @cached_property
+    def s_a2(self) -> np.ndarray:
+        return np.sin(self.a2)
+
+    @cached_property
+    def c_a2(self) -> np.ndarray:
+        return np.cos(self.a2)
 
 
 @dataclass
@@ -141,13 +164,13 @@ AFFECTS: dict[str, tuple[str, ...]] = {
 
 def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
     """B of `eq:GD_W3`, shape (M, N)."""
-    s1 = sigma1(st.a2)
-    B = sigma(st.a2) * data.K
+    s1 = st.c_a2
+    B = st.s_a2 * data.K
     B += np.sum(s1 * st.d2 * data.Kd[:, None, :], axis=0)
     S = data.S
     if S.size:
         d2S = st.d2[S]
-        B += np.sum((sigma2(st.a2) * d2S * d2S + s1 * st.q) * data.Kh[S][:, None, :], axis=0)
+        B += np.sum(((-st.s_a2) * d2S * d2S + s1 * st.q) * data.Kh[S][:, None, :], axis=0)
     return B
 
 
@@ -156,14 +179,14 @@ def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     if name == "a1":
         return st.W1 @ data.Z + st.b1[:, None] - st.a1
     if name == "a2":
-        return st.W2 @ sigma(st.a1) + st.b2[:, None] - st.a2
+        return st.W2 @ st.s_a1 + st.b2[:, None] - st.a2
     if name == "d1":
         return st.W1.T[:, :, None] - st.d1
     if name == "d2":
-        return np.matmul(st.W2, sigma1(st.a1) * st.d1) - st.d2
+        return np.matmul(st.W2, st.c_a1 * st.d1) - st.d2
     if name == "q":
         d1S = st.d1[data.S]
-        return np.matmul(st.W2, sigma2(st.a1) * d1S * d1S) - st.q
+        return np.matmul(st.W2, (-st.s_a1) * d1S * d1S) - st.q
     if name == "fit":
         return (st.W3 @ fit_matrix(st, data))[0] + st.b3 * data.K - data.Y
     raise KeyError(name)
@@ -282,7 +305,7 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
         g = cw * ((wt.rho_a1 * terms.e_a1) @ data.Z.T + np.sum(wt.rho_d1[:, None, :] * terms.e_d1, axis=2).T)
     elif block == "a1":
         W2T = st.W2.T
-        s1, s2, s3 = sigma1(st.a1), sigma2(st.a1), sigma3(st.a1)
+        s1, s2, s3 = st.c_a1, (-st.s_a1), (-st.c_a1)
         g = -wt.rho_a1 * terms.e_a1 + s1 * (W2T @ (wt.rho_a2 * terms.e_a2))
         g = g + np.sum(s2 * st.d1 * np.matmul(W2T, wt.rho_d2[:, None, :] * terms.e_d2), axis=0)
         if S.size:
@@ -291,27 +314,27 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
         g = cw * g
     elif block == "d1":
         W2T = st.W2.T
-        s1, s2 = sigma1(st.a1), sigma2(st.a1)
+        s1, s2 = st.c_a1, (-st.s_a1)
         g = -wt.rho_d1[:, None, :] * terms.e_d1 + s1 * np.matmul(W2T, wt.rho_d2[:, None, :] * terms.e_d2)
         if S.size:
             g[S] += 2.0 * s2 * st.d1[S] * np.matmul(W2T, wt.rho_q[:, None, None] * terms.e_q)
         g = cw * g
     elif block == "W2":
-        s1, s2 = sigma1(st.a1), sigma2(st.a1)
-        g = (wt.rho_a2 * terms.e_a2) @ sigma(st.a1).T
-        g = g + np.tensordot(wt.rho_d2[:, None, :] * terms.e_d2, s1 * st.d1, axes=([0, 2], [0, 2]))
-        if S.size:
-            d1S = st.d1[S]
-            g = g + np.tensordot(wt.rho_q[:, None, None] * terms.e_q, s2 * d1S * d1S, axes=([0, 2], [0, 2]))
+        s1, s2 = st.c_a1, (-st.s_a1)
+        g = (wt.rho_a2 * terms.e_a2) @ st.s_a1.T
+        for j in range(st.d1.shape[0]):  # loop over the input dimensions: one GEMM each
+            g += (wt.rho_d2[j] * terms.e_d2[j]) @ (s1 * st.d1[j]).T
+        for k, j in enumerate(S):
+            g += (wt.rho_q[k] * terms.e_q[k]) @ (s2 * st.d1[j] * st.d1[j]).T
         g = cw * g
     elif block in ("a2", "d2", "q"):
         Wr = st.W3[0][:, None] * terms.r[None, :]  # W_3^T r, (M, N)
-        s1, s2 = sigma1(st.a2), sigma2(st.a2)
+        s1, s2 = st.c_a2, (-st.s_a2)
         if block == "a2":
-            dB = sigma1(st.a2) * data.K + np.sum(s2 * st.d2 * data.Kd[:, None, :], axis=0)
+            dB = st.c_a2 * data.K + np.sum(s2 * st.d2 * data.Kd[:, None, :], axis=0)
             if S.size:
                 d2S = st.d2[S]
-                dB += np.sum((sigma3(st.a2) * d2S * d2S + s2 * st.q) * data.Kh[S][:, None, :], axis=0)
+                dB += np.sum(((-st.c_a2) * d2S * d2S + s2 * st.q) * data.Kh[S][:, None, :], axis=0)
             g = c * Wr * dB - cw * wt.rho_a2 * terms.e_a2
         elif block == "d2":
             dB = s1 * data.Kd[:, None, :]

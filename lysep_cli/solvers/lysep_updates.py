@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from ..network import sigma
 from .lysep_loss import LySepData, LySepState, Terms, Weights, fit_matrix, penalty
 
 
@@ -27,7 +26,7 @@ def solve_b1(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
 def solve_b2(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
     """`eq:GD_b2`: the rho_a2-weighted mean of a_2 - W_2 sigma(a_1), shape (M,)."""
     w = wt.rho_a2
-    return (st.a2 - st.W2 @ sigma(st.a1)) @ w / np.sum(w)
+    return (st.a2 - st.W2 @ st.s_a1) @ w / np.sum(w)
 
 
 @dataclass
@@ -35,11 +34,11 @@ class W3Solution:
     W3: np.ndarray  # (1, M)
     b3: float | None  # set by the joint solve only
     lam: float  # lambda = P
-    cond: float  # condition number of the stacked system
+    cond: float  # 2-norm condition number of the stacked system (nan unless with_cond)
 
 
 def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: bool = False,
-             rcond: float | None = None) -> W3Solution:
+             rcond: float | None = None, with_cond: bool = False) -> W3Solution:
     """`eq:GD_W3`: W_3 [sqrt(lambda) I, B] = [0, Y - K b_3] in the least-squares sense.
 
     lambda = P = (penalty part of N J_S) / ||W_3||^2 is computed directly from the rho weights, never
@@ -57,8 +56,9 @@ def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: 
     else:
         A = np.vstack([B.T, reg])
         rhs = np.concatenate([data.Y - st.b3 * data.K, np.zeros(M)])
-    x, _, _, s = scipy.linalg.lstsq(A, rhs, cond=rcond, lapack_driver="gelsd")
-    cond = float(s[0] / s[-1]) if s[-1] > 0 else float("inf")
+    # QR with column pivoting (gelsy); the SVD for the condition number only when asked (it costs more).
+    x = scipy.linalg.lstsq(A, rhs, cond=rcond, lapack_driver="gelsy")[0]
+    cond = float(np.linalg.cond(A)) if with_cond else float("nan")
     if joint:
         return W3Solution(x[:M][None, :], float(x[M]), lam, cond)
     return W3Solution(x[None, :], None, lam, cond)
