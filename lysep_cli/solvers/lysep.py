@@ -31,7 +31,7 @@ ORDER = ("W1", "b1", "a1", "d1", "W2", "b2", "a2", "d2", "q", "W3", "b3")
 
 DEFAULTS: dict[str, Any] = {
     "step_rule": "backtracking",  # "backtracking" (per block) | "fixed" (the paper's single tau)
-    "tau": 1.0,  # fixed: the step; backtracking: every block's first trial step
+    "tau": 1.0e-8,  # fixed: the step; backtracking: every block's first trial step (docs/lysep.md)
     "grow": 2.0,  # backtracking: trial step multiplied by this after an accepted step
     "shrink": 0.5,  # backtracking: trial step multiplied by this after a rejected trial
     "armijo": 1.0e-4,  # sufficient decrease: J_S(x - t g) <= J_S(x) - armijo * t * ||g||^2

@@ -1,0 +1,119 @@
+"""Step-size study of Algorithms 1-3: final J and l2 against a fixed tau, and with per-block backtracking.
+
+The paper does not state tau.  tau = 0 means no gradient step at all: only the closed-form b_1, b_2,
+W_3, b_3 updates act on the seeded hidden layers.  Output: a CSV, a Markdown table and a figure under
+``results/<experiment>/study-step-size/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from . import network
+from .runner import experiment_data, relative_l2
+from .solvers.lysep import solve as lysep_solve
+from .specs import ExperimentSpec
+
+DEFAULT_TAUS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)
+
+
+def step_size_study(spec: ExperimentSpec, sizes: list[tuple[int, int]], seeds: list[int], taus: list[float],
+                    iterations: int, base_settings: dict[str, Any] | None = None,
+                    tick: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """One LySep run per (size, seed, rule): fixed tau for each value in ``taus``, then backtracking.
+
+    Returns one row per run: L, M, seed, rule, tau, status, J, J_S, l2, violations, J_first (J after the
+    first W_3/b_3 solve), W3_norm.
+    """
+    problem, _, Z_test, data = experiment_data(spec)
+    base = {k: v for k, v in (base_settings or {}).items() if k not in ("step_rule", "tau")}
+    rules: list[tuple[str, dict[str, Any]]] = [("fixed", {**base, "step_rule": "fixed", "tau": t}) for t in taus]
+    rules.append(("backtracking", {**(base_settings or {}), "step_rule": "backtracking"}))
+    rows = []
+    for L, M in sizes:
+        for seed in seeds:
+            params0 = network.init_params(problem.n_in, L, M, seed)
+            for rule, settings in rules:
+                with np.errstate(all="ignore"):
+                    res = lysep_solve(problem, data, params0, settings, iterations)
+                ok = res.status == "ok"
+                J = res.history["J"][-1]
+                rows.append({
+                    "L": L, "M": M, "seed": seed, "rule": rule, "tau": settings.get("tau"),
+                    "status": res.status, "J": J if ok else np.nan, "J_S": res.J_S if ok else np.nan,
+                    "l2": relative_l2(problem, res.params, Z_test) if ok else np.nan,
+                    "violations": res.extra["bound"]["violations"],
+                    "J_first": res.history["J"][1] if len(res.history["J"]) > 1 else np.nan,
+                    "W3_norm": res.extra["diagnostics"]["W3_norm"],
+                })
+                if tick is not None:
+                    tick(f"{rule} tau={settings.get('tau')} L{L}-M{M} seed {seed}: J={J:.2e}")
+    return pd.DataFrame(rows)
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds of J, l2, J_S per (L, M, rule, tau); diverged runs counted apart."""
+    keys = ["L", "M", "rule", "tau"]
+    g = df.assign(tau=df["tau"].fillna(-1.0)).groupby(keys, sort=False)
+    out = g.agg(n=("seed", "size"), diverged=("status", lambda s: int((s != "ok").sum())),
+                J_mean=("J", "mean"), J_std=("J", "std"), l2_mean=("l2", "mean"), l2_std=("l2", "std"),
+                J_S_mean=("J_S", "mean"), J_first_mean=("J_first", "mean"),
+                violations=("violations", "sum")).reset_index()
+    out["tau"] = out["tau"].where(out["tau"] >= 0, None)
+    return out
+
+
+def markdown_table(summary: pd.DataFrame) -> str:
+    from tabulate import tabulate
+
+    def pm(m: float, s: float) -> str:
+        return "—" if not np.isfinite(m) else f"{m:.2e}±{(0.0 if not np.isfinite(s) else s):.2e}"
+
+    rows = [[f"({r.L},{r.M})", r.rule, "per block" if pd.isna(r.tau) else f"{r.tau:g}", f"{r.n - r.diverged}/{r.n}",
+             pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), f"{r.J_first_mean:.2e}", int(r.violations)]
+            for r in summary.itertuples()]
+    return tabulate(rows, headers=["(L,M)", "rule", "tau", "ok/runs", "J", "l2", "J after 1st W3 solve",
+                                   "bound violations"], tablefmt="github")
+
+
+def plot_study(summary: pd.DataFrame, out: Path) -> list[Path]:
+    """Final J and l2 against tau (log-log), backtracking as a horizontal line; PNG and PDF."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    for (L, M), part in summary.groupby(["L", "M"], sort=False):
+        fixed = part[part.rule == "fixed"]
+        tiny = 1e-12  # tau = 0 drawn at this abscissa on the log axis
+        x = np.array([t if t > 0 else tiny for t in fixed.tau], dtype=float)
+        bt = part[part.rule == "backtracking"]
+        for ax, col in zip(axes, ("J", "l2")):
+            line, = ax.loglog(x, fixed[f"{col}_mean"], "o-", label=f"fixed tau, ({L},{M})")
+            if len(bt):
+                ax.axhline(float(bt[f"{col}_mean"].iloc[0]), ls="--", color=line.get_color(),
+                           label=f"per-block backtracking, ({L},{M})")
+    for ax, name in zip(axes, ("final J", "relative l2 error")):
+        ax.set_xlabel("tau (leftmost point: tau = 0)")
+        ax.set_ylabel(name)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
+    for p in paths:
+        fig.savefig(p, dpi=150)
+    plt.close(fig)
+    return paths
+
+
+def write_study(df: pd.DataFrame, out_dir: Path) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summarise(df)
+    df.to_csv(out_dir / "runs.csv", index=False)
+    (out_dir / "summary.md").write_text(markdown_table(summary) + "\n")
+    return [out_dir / "runs.csv", out_dir / "summary.md", *plot_study(summary, out_dir / "step-size")]
