@@ -1,0 +1,278 @@
+"""Experiment specs: load and validate experiments.yaml, and parse the CLI's run selectors.
+
+experiments.yaml has one top-level key, ``experiments``, mapping a name to a block::
+
+    elliptic-2d:
+      table: 1                      # paper table number (optional)
+      pde: elliptic                 # elliptic | parabolic | hyperbolic
+      d: 2                          # spatial dimension
+      solution: exp-sin             # optional, see problems.make_problem
+      sizes: [[3, 30], [3, 50]]     # (L, M) pairs, L >= 2, M >= 1
+      n_train: 1000
+      n_test: 350
+      iterations: 2000
+      seeds: [0, 1, 2]
+      solvers:                      # solver name -> its settings (the solver validates them)
+        pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
+
+Every validation error is a :class:`SpecError` whose message is one line naming the file, the
+experiment and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .solvers import SOLVERS
+
+PDES = ("elliptic", "parabolic", "hyperbolic")
+REQUIRED = ("pde", "d", "sizes", "n_train", "n_test", "iterations", "seeds", "solvers")
+OPTIONAL = ("table", "solution")
+
+
+class SpecError(ValueError):
+    """Bad experiment spec or bad CLI selector; the message is one line, fit for stderr."""
+
+
+@dataclass(frozen=True)
+class ExperimentSpec:
+    """One experiment of experiments.yaml (validated).
+
+    sizes : (L, M) pairs in the order of the paper's table.
+    solvers : solver name -> settings dict (free content, checked by the solver itself).
+    """
+
+    name: str
+    pde: str
+    d: int
+    sizes: tuple[tuple[int, int], ...]
+    n_train: int
+    n_test: int
+    iterations: int
+    seeds: tuple[int, ...]
+    solvers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    table: int | None = None
+    solution: str | None = None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class _Checker:
+    """Builds error messages that name the file, the experiment and the field."""
+
+    def __init__(self, path: Path, experiment: str | None = None):
+        self.path, self.experiment = path, experiment
+
+    def fail(self, fieldname: str | None, message: str) -> SpecError:
+        where = [str(self.path)]
+        if self.experiment is not None:
+            where.append(f"experiment {self.experiment!r}")
+        if fieldname is not None:
+            where.append(f"field {fieldname!r}")
+        return SpecError(_one_line(f"{', '.join(where)}: {message}"))
+
+    def int_at_least(self, value: Any, fieldname: str, low: int) -> int:
+        if not _is_int(value):
+            raise self.fail(fieldname, f"expected an integer, got {type(value).__name__} {value!r}")
+        if value < low:
+            raise self.fail(fieldname, f"must be >= {low}, got {value}")
+        return value
+
+
+def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
+    ck = _Checker(path, str(name))
+    if not isinstance(name, str) or not name:
+        raise ck.fail(None, "experiment names must be non-empty strings")
+    if not isinstance(block, dict):
+        raise ck.fail(None, f"expected a mapping of fields, got {type(block).__name__}")
+    for key in block:
+        if key not in REQUIRED + OPTIONAL:
+            raise ck.fail(str(key), f"unknown key (allowed: {', '.join(REQUIRED + OPTIONAL)})")
+    for key in REQUIRED:
+        if key not in block:
+            raise ck.fail(key, "missing required key")
+
+    pde = block["pde"]
+    if pde not in PDES:
+        raise ck.fail("pde", f"unknown PDE {pde!r} (choose from {', '.join(PDES)})")
+    d = ck.int_at_least(block["d"], "d", 1)
+    solution = block.get("solution")
+    if solution is not None and not isinstance(solution, str):
+        raise ck.fail("solution", f"expected a string, got {type(solution).__name__}")
+    table = block.get("table")
+    if table is not None:
+        ck.int_at_least(table, "table", 1)
+
+    sizes = block["sizes"]
+    if not isinstance(sizes, list) or not sizes:
+        raise ck.fail("sizes", "expected a non-empty list of [L, M] pairs")
+    parsed_sizes = []
+    for i, pair in enumerate(sizes):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ck.fail(f"sizes[{i}]", f"expected a pair [L, M], got {pair!r}")
+        L = ck.int_at_least(pair[0], f"sizes[{i}].L", 2)
+        M = ck.int_at_least(pair[1], f"sizes[{i}].M", 1)
+        parsed_sizes.append((L, M))
+    if len(set(parsed_sizes)) != len(parsed_sizes):
+        raise ck.fail("sizes", "duplicate (L, M) pair")
+
+    n_train = ck.int_at_least(block["n_train"], "n_train", 1)
+    n_test = ck.int_at_least(block["n_test"], "n_test", 1)
+    iterations = ck.int_at_least(block["iterations"], "iterations", 1)
+
+    seeds = block["seeds"]
+    if not isinstance(seeds, list) or not seeds:
+        raise ck.fail("seeds", "expected a non-empty list of integers")
+    parsed_seeds = tuple(ck.int_at_least(s, f"seeds[{i}]", 0) for i, s in enumerate(seeds))
+    if len(set(parsed_seeds)) != len(parsed_seeds):
+        raise ck.fail("seeds", "duplicate seed")
+
+    solvers = block["solvers"]
+    if not isinstance(solvers, dict) or not solvers:
+        raise ck.fail("solvers", "expected a non-empty mapping solver name -> settings")
+    parsed_solvers: dict[str, dict[str, Any]] = {}
+    for sname, settings in solvers.items():
+        if sname not in SOLVERS:
+            raise ck.fail(f"solvers.{sname}", f"unknown solver (registered: {', '.join(SOLVERS)})")
+        if settings is None:
+            settings = {}
+        if not isinstance(settings, dict):
+            raise ck.fail(f"solvers.{sname}", f"settings must be a mapping, got {type(settings).__name__}")
+        parsed_solvers[sname] = dict(settings)
+
+    # The problem must exist (e.g. the exp-sin solution is 2-D only).
+    from .problems import make_problem
+
+    try:
+        make_problem(pde, d, solution)
+    except ValueError as exc:
+        raise ck.fail("solution" if solution is not None else "d", str(exc)) from None
+
+    return ExperimentSpec(name, pde, d, tuple(parsed_sizes), n_train, n_test, iterations, parsed_seeds,
+                          parsed_solvers, table, solution)
+
+
+def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
+    """Read and validate an experiments file; returns name -> spec in file order."""
+    path = Path(path)
+    ck = _Checker(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ck.fail(None, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ck.fail(None, f"invalid YAML{where}: {problem}") from None
+    if not isinstance(doc, dict):
+        raise ck.fail(None, "expected a mapping with the key 'experiments'")
+    for key in doc:
+        if key != "experiments":
+            raise ck.fail(str(key), "unknown top-level key (allowed: experiments)")
+    experiments = doc.get("experiments")
+    if not isinstance(experiments, dict) or not experiments:
+        raise ck.fail("experiments", "expected a non-empty mapping name -> experiment")
+    return {str(name): _parse_experiment(name, block, path) for name, block in experiments.items()}
+
+
+def default_config() -> Path:
+    """./experiments.yaml if present, else the one at the root of the source tree."""
+    here = Path("experiments.yaml")
+    if here.exists():
+        return here
+    return Path(__file__).resolve().parent.parent / "experiments.yaml"
+
+
+def select_experiments(specs: dict[str, ExperimentSpec], names: list[str] | None) -> list[ExperimentSpec]:
+    """The named experiments (all when ``names`` is empty), SpecError for an unknown name."""
+    if not names:
+        return list(specs.values())
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise SpecError(f"unknown experiment {unknown[0]!r} (choose from {', '.join(specs)})")
+    return [specs[n] for n in names]
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI selectors.
+
+_SIZE = re.compile(r"^\s*(-?\d+)\s*[xX]\s*(-?\d+)\s*$")
+_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+
+
+def parse_sizes(text: str | None, spec: ExperimentSpec) -> list[tuple[int, int]]:
+    """``--sizes``: "3x50,3x80" (any L >= 2, M >= 1), "smallest", or None for the spec's sizes."""
+    if text is None or not text.strip():
+        return list(spec.sizes)
+    if text.strip() == "smallest":
+        return [spec.sizes[0]]
+    sizes: list[tuple[int, int]] = []
+    for item in text.split(","):
+        m = _SIZE.match(item)
+        if not m:
+            raise SpecError(f"--sizes: cannot parse {item.strip()!r}; expected LxM, e.g. 3x50,3x80")
+        L, M = int(m.group(1)), int(m.group(2))
+        if L < 2 or M < 1:
+            raise SpecError(f"--sizes: {item.strip()!r} needs L >= 2 and M >= 1")
+        if (L, M) not in sizes:
+            sizes.append((L, M))
+    return sizes
+
+
+def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
+    """``--seeds``: "0-9", "0,3,5", "0-3,7", or None for the spec's seeds."""
+    if text is None or not text.strip():
+        return list(spec.seeds)
+    seeds: list[int] = []
+    for item in text.split(","):
+        m = _RANGE.match(item)
+        if m:
+            lo, hi = int(m.group(1)), int(m.group(2))
+            if lo > hi:
+                raise SpecError(f"--seeds: empty range {item.strip()!r} (start > end)")
+            values = range(lo, hi + 1)
+        elif item.strip().lstrip("-").isdigit():
+            values = [int(item)]
+        else:
+            raise SpecError(f"--seeds: cannot parse {item.strip()!r}; expected e.g. 0-9 or 0,3,5")
+        for s in values:
+            if s < 0:
+                raise SpecError(f"--seeds: seeds must be >= 0, got {s}")
+            if s not in seeds:
+                seeds.append(s)
+    return seeds
+
+
+def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
+    """``--solver``: a name, a comma list, "paper" (pinn, lysep) or "all" (every solver of the spec)."""
+    from .solvers import PAPER_SOLVERS
+
+    if text is None or text.strip() in ("", "all"):
+        return list(spec.solvers)
+    names: list[str] = []
+    for item in text.split(","):
+        item = item.strip()
+        group = list(PAPER_SOLVERS) if item == "paper" else [item]
+        for name in group:
+            if name not in SOLVERS:
+                raise SpecError(f"--solver: unknown solver {name!r} (registered: {', '.join(SOLVERS)})")
+            if name not in spec.solvers:
+                raise SpecError(f"--solver: {name!r} has no settings in experiment {spec.name!r} "
+                                f"(configured: {', '.join(spec.solvers)})")
+            if name not in names:
+                names.append(name)
+    return names
