@@ -40,7 +40,7 @@ Shapes: a_l (M, N); d_lj stacked as (n_in, M, N); q as (|S|, M, N).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
@@ -115,10 +115,23 @@ class LySepState:
     def with_(self, **changes: np.ndarray) -> "LySepState":
         """A new state with some variables replaced; cached sigma(a_l) values of unchanged a_l are kept."""
         new = replace(self, **changes)
-        for name in ("s_a1", "c_a1", "s_a2", "c_a2"):
-            if name in self.__dict__ and "a" + name[-1] not in changes:
+        for name, source in _CACHED.items():
+            if name in self.__dict__ and source not in changes:
                 new.__dict__[name] = self.__dict__[name]
         return new
+
+    # Per-sample squared norms ||d_1j[n]||^2, ||d_2j[n]||^2, ||q_j[n]||^2, shapes (n_in, N), (|S|, N).
+    @cached_property
+    def n1(self) -> np.ndarray:
+        return np.einsum("jmn,jmn->jn", self.d1, self.d1)
+
+    @cached_property
+    def n2(self) -> np.ndarray:
+        return np.einsum("jmn,jmn->jn", self.d2, self.d2)
+
+    @cached_property
+    def nq(self) -> np.ndarray:
+        return np.einsum("jmn,jmn->jn", self.q, self.q)
 
     # sin and cos of a_l, computed once per value of a_l (sigma = sin: sigma' = cos, sigma'' = -sin).
     @cached_property
@@ -138,6 +151,10 @@ class LySepState:
         return np.cos(self.a2)
 
 
+# Cached values of a state and the variable each depends on.
+_CACHED = {"s_a1": "a1", "c_a1": "a1", "s_a2": "a2", "c_a2": "a2", "n1": "d1", "n2": "d2", "nq": "q"}
+
+
 @dataclass
 class Terms:
     """Constraint residuals e_x (same shapes as the variables), their per-sample squares E_x, and r (N,)."""
@@ -148,10 +165,14 @@ class Terms:
     e_d2: np.ndarray
     e_q: np.ndarray
     r: np.ndarray
+    _E: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def E(self, name: str) -> np.ndarray:
-        e = getattr(self, "e_" + name)
-        return np.sum(e * e, axis=-2)
+        """Per-sample squared norms of e_name, shape (N,) or (n_in, N); computed once per residual."""
+        if name not in self._E:
+            e = getattr(self, "e_" + name)
+            self._E[name] = np.einsum("...mn,...mn->...n", e, e)
+        return self._E[name]
 
 
 # Which groups of terms each variable block touches.
@@ -199,7 +220,7 @@ def compute_terms(st: LySepState, data: LySepData) -> Terms:
 
 def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData) -> Terms:
     """Terms after ``block`` changed: only the groups it touches are recomputed."""
-    new = replace(terms)
+    new = replace(terms, _E={k: v for k, v in terms._E.items() if k not in AFFECTS[block]})
     for name in AFFECTS[block]:
         setattr(new, "r" if name == "fit" else "e_" + name, compute_group(name, st, data))
     return new
@@ -227,9 +248,7 @@ def weights(st: LySepState, data: LySepData) -> Weights:
     w2 = float(np.sum(st.W2 * st.W2))
     w1 = np.sum(st.W1 * st.W1, axis=0)
     w1c = w1[:, None]
-    n1 = np.sum(st.d1 * st.d1, axis=1)
-    n2 = np.sum(st.d2 * st.d2, axis=1)
-    nq = np.sum(st.q * st.q, axis=1)
+    n1, n2, nq = st.n1, st.n2, st.nq
     hS = data.hj[data.S]
     A2 = k + np.sum(kj * n2, 0) + hS @ nq  # D_a2^1(n,n)^2
     A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)  # D_a1^1(n,n)^2
