@@ -76,7 +76,8 @@ def list_(config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HE
 @app.command()
 def run(
     experiment: str = typer.Argument(..., help="experiment name (see `lysep list`)"),
-    solver: str = typer.Option("paper", "--solver", help="pinn | lysep | paper (both) | all | a,b,..."),
+    solver: Optional[str] = typer.Option(None, "--solver",
+                                         help="pinn | lysep | paper (both; the default) | all | a,b,..."),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50,3x80 or 'smallest' (default: spec)"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="e.g. 0-9 or 0,3,5 (default: spec)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help="default: spec"),
@@ -184,6 +185,52 @@ def plot(
     from .plots import plot_experiment
 
     for path in plot_experiment(results, experiment, out):
+        typer.echo(str(path))
+
+
+study_app = typer.Typer(no_args_is_help=True, help="Studies beyond the paper's tables.")
+app.add_typer(study_app, name="study")
+
+
+@study_app.command("step-size")
+def study_step_size(
+    experiment: str = typer.Argument(..., help="experiment name"),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50 (default: spec)"),
+    seeds: Optional[str] = typer.Option("0-4", "--seeds", help="e.g. 0-4"),
+    taus: str = typer.Option("0,1e-10,1e-8,1e-6,1e-4,1e-2,1", "--taus", help="fixed step sizes, comma-separated"),
+    iterations: int = typer.Option(200, "--iterations", help="sweeps per run"),
+    out: Optional[Path] = typer.Option(None, "--out", help="default: results/<experiment>/study-step-size"),
+    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+) -> None:
+    """LySep's final J and l2 against a fixed tau (tau = 0: closed-form updates only) and per-block backtracking."""
+    try:
+        spec = specs.select_experiments(_load(config), [experiment])[0]
+        size_list = specs.parse_sizes(sizes, spec)
+        seed_list = specs.parse_seeds(seeds, spec)
+        try:
+            tau_list = [float(t) for t in taus.split(",") if t.strip()]
+        except ValueError:
+            raise SpecError(f"--taus: expected comma-separated numbers, got {taus!r}") from None
+        if not tau_list or any(t < 0 for t in tau_list):
+            raise SpecError(f"--taus: need one or more values >= 0, got {taus!r}")
+        if iterations < 1:
+            raise SpecError(f"--iterations must be >= 1, got {iterations}")
+        if "lysep" not in spec.solvers:
+            raise SpecError(f"{spec.name}: no lysep settings in the experiments file")
+    except SpecError as exc:
+        _fail(str(exc))
+    from .study import step_size_study, write_study
+
+    total = len(size_list) * len(seed_list) * (len(tau_list) + 1)
+    count = [0]
+
+    def tick(message: str) -> None:
+        count[0] += 1
+        typer.echo(f"[{count[0]}/{total}] {message}", err=True)
+
+    df = step_size_study(spec, size_list, seed_list, tau_list, iterations, spec.solvers["lysep"], tick)
+    for path in write_study(df, out or results / spec.name / "study-step-size"):
         typer.echo(str(path))
 
 

@@ -60,14 +60,14 @@ def _atomic(path: Path, mode: str = "w") -> Iterator[Any]:
         raise
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
     """Plain JSON types; non-finite floats become None."""
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
+        return jsonable(x.tolist())
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):
@@ -79,7 +79,7 @@ def _jsonable(x: Any) -> Any:
 
 
 def write_json(path: Path, obj: dict[str, Any]) -> None:
-    text = json.dumps(_jsonable(obj), indent=1, allow_nan=False)
+    text = json.dumps(jsonable(obj), indent=1, allow_nan=False)
     with _atomic(path, "w") as fh:
         fh.write(text + "\n")
 

@@ -138,7 +138,8 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
         "extra": extra,
         "versions": _versions(),
     }
-    return record, result.params
+    # Exactly what goes to disk: plain JSON types, non-finite numbers as None.
+    return records.jsonable(record), result.params
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
 
 def _same_settings(record: dict[str, Any], spec: ExperimentSpec, key: RunKey, iterations: int) -> bool:
     return (record.get("iterations") == iterations
-            and record.get("settings") == records._jsonable(spec.solvers[key.solver])
+            and record.get("settings") == records.jsonable(spec.solvers[key.solver])
             and record.get("n_train") == spec.n_train and record.get("n_test") == spec.n_test)
 
 

@@ -258,10 +258,15 @@ def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
 
 
 def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
-    """``--solver``: a name, a comma list, "paper" (pinn, lysep) or "all" (every solver of the spec)."""
+    """``--solver``: a name, a comma list, "paper" (pinn, lysep) or "all" (every solver of the spec).
+
+    None: the paper's solvers that the spec configures (all of its solvers if it has neither).
+    """
     from .solvers import PAPER_SOLVERS
 
-    if text is None or text.strip() in ("", "all"):
+    if text is None or not text.strip():
+        return [s for s in PAPER_SOLVERS if s in spec.solvers] or list(spec.solvers)
+    if text.strip() == "all":
         return list(spec.solvers)
     names: list[str] = []
     for item in text.split(","):

@@ -1,0 +1,101 @@
+"""The lysep CLI: bad input exits 2 with one line and writes nothing; run/skip/table; Ctrl-C exits 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.cli import app
+
+from foundation_helpers import TINY_YAML, files_under, write_tiny
+
+cli = CliRunner()
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return write_tiny(tmp_path), tmp_path / "results"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["run", "nope"], "unknown experiment 'nope'"),
+    (["run", "elliptic-2d", "--sizes", "3x0"], "--sizes"),
+    (["run", "elliptic-2d", "--seeds", "5-2"], "--seeds"),
+    (["run", "elliptic-2d", "--solver", "magic"], "unknown solver"),
+    (["run", "elliptic-2d", "--iterations", "0"], "--iterations"),
+    (["run", "elliptic-2d", "--jobs", "0"], "--jobs"),
+    (["table", "nope"], "unknown experiment"),
+    (["table", "--format", "html"], "--format"),
+    (["compare", "nope"], "unknown experiment"),
+    (["plot", "nope"], "unknown experiment"),
+])
+def test_bad_input_exit_2_nothing_written(tiny, args, needle):
+    config, results = tiny
+    out = results.parent / "out.md"
+    result = cli.invoke(app, args + ["--config", str(config), "--results", str(results)]
+                        + (["--out", str(out)] if args[0] in ("table", "compare") else []))
+    assert result.exit_code == 2, result.output
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not results.exists() and not out.exists()
+
+
+def test_broken_yaml(tmp_path):
+    config = write_tiny(tmp_path, TINY_YAML.replace("seeds: [0, 1]", "seeds: [0, 1", 1))
+    for cmd in (["run", "elliptic-2d"], ["list"], ["table"]):
+        extra = ["--results", str(tmp_path / "results")] if cmd[0] != "list" else []
+        result = cli.invoke(app, cmd + ["--config", str(config)] + extra)
+        assert result.exit_code == 2
+        assert "invalid YAML" in result.stderr and str(config) in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "results").exists()
+
+
+def test_run_skip_table(tiny):
+    config, results = tiny
+    base = ["--config", str(config), "--results", str(results)]
+    result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0-1"] + base)
+    assert result.exit_code == 0, result.output
+    assert len([f for f in files_under(results) if f.endswith(".json")]) == 2
+    assert len([f for f in files_under(results) if f.endswith(".npz") and "seed-" in f]) == 2
+    assert "summary of elliptic-2d" in result.stdout
+    again = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0-1"] + base)
+    assert again.exit_code == 0 and "0 run(s) to do, 2 skipped" in again.stderr
+    tex = cli.invoke(app, ["table", "elliptic-2d", "--format", "latex"] + base)
+    assert tex.exit_code == 0 and "\\begin{tabular}" in tex.stdout
+    md_path = results.parent / "t" / "table.md"
+    md = cli.invoke(app, ["table", "--format", "markdown", "--out", str(md_path)] + base)
+    assert md.exit_code == 0 and "| (3,6)" in md_path.read_text()
+    listing = cli.invoke(app, ["list", "--config", str(config)])
+    assert listing.exit_code == 0 and "elliptic-2d" in listing.stdout and "seeds 0-1" in listing.stdout
+
+
+def test_table_without_records(tiny):
+    config, results = tiny
+    result = cli.invoke(app, ["table", "--config", str(config), "--results", str(results)])
+    assert result.exit_code == 1 and "no run records" in result.stderr
+
+
+def test_ctrl_c_keeps_finished_runs(tiny):
+    """SIGINT mid-sweep: exit 130, the finished run kept, no file for the run in flight."""
+    config, results = tiny
+    cmd = [sys.executable, "-m", "lysep_cli.cli", "run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6",
+           "--seeds", "0-3", "--iterations", "3000", "--config", str(config), "--results", str(results)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = results / "elliptic-2d/pinn/L3-M6/seed-0.json"
+    deadline = time.monotonic() + 60
+    while not first.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert first.exists()
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    done = [f for f in files_under(results) if "seed-" in f]
+    assert "pinn/L3-M6/seed-0.json" in " ".join(done)
+    assert len(done) % 2 == 0 and len(done) < 8  # whole records only, the interrupted run absent
+    assert not [f for f in files_under(results) if f.endswith(".tmp")]

@@ -1,0 +1,219 @@
+"""Runner and records: atomic files, skip/force/stale, determinism, --jobs, divergence, re-evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lysep_cli import network, records, runner
+from lysep_cli.problems import make_problem
+from lysep_cli.solvers import SOLVERS
+from lysep_cli.specs import load_specs
+
+from foundation_helpers import TINY_YAML, files_under, write_tiny
+
+
+@pytest.fixture
+def specs(tmp_path):
+    return load_specs(write_tiny(tmp_path))
+
+
+def keys_of(spec, solver="pinn"):
+    return [runner.RunKey(solver, L, M, s) for L, M in spec.sizes for s in spec.seeds]
+
+
+def numbers(rec):
+    """A record without its timing."""
+    return {k: v for k, v in rec.items() if k != "seconds"}
+
+
+def test_run_writes_records_and_data(tmp_path, specs):
+    spec, out = specs["elliptic-2d"], tmp_path / "res"
+    done = runner.run_experiment(spec, keys_of(spec), 5, out)
+    assert len(done) == 4
+    assert files_under(out) == sorted(
+        ["elliptic-2d/data.npz"]
+        + [f"elliptic-2d/pinn/L{L}-M{M}/seed-{s}.{ext}" for L, M in spec.sizes for s in (0, 1)
+           for ext in ("json", "npz")])
+    rec = records.read_record(out / "elliptic-2d/pinn/L3-M6/seed-1.json")
+    for key in ("experiment", "solver", "L", "M", "seed", "iterations", "settings", "status", "seconds",
+                "final", "bound", "history", "extra", "diverged_at"):
+        assert key in rec
+    assert rec["status"] == "ok" and rec["bound"] is None and rec["final"]["J_S"] is None
+    assert len(rec["history"]["J"]) == 6 and rec["history"]["J_S"] is None
+    assert rec["final"]["J"] == rec["history"]["J"][-1]
+    params = records.load_params(out / "elliptic-2d/pinn/L3-M6/seed-1.npz")
+    assert [(W.shape, b.shape) for W, b in params] == [((6, 2), (6,)), ((6, 6), (6,)), ((1, 6), (1,))]
+    with np.load(out / "elliptic-2d/data.npz") as z:
+        assert z["train"].shape == (60, 2) and z["test"].shape == (40, 2)
+    assert len(records.load_records(out)) == 4 and records.load_records(out, ["parabolic-5d"]) == []
+
+
+def test_skip_force_and_stale(tmp_path, specs):
+    spec, out = specs["elliptic-2d"], tmp_path / "res"
+    sizes, seeds = list(spec.sizes), list(spec.seeds)
+    runner.run_experiment(spec, keys_of(spec), 5, out)
+    plan = runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out)
+    assert plan.todo == [] and len(plan.skipped) == 4
+    assert len(runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out, force=True).todo) == 4
+    # A record made with other iterations is redone, not silently reused.
+    plan = runner.plan_runs(spec, ["pinn"], sizes, seeds, 7, out)
+    assert len(plan.todo) == 4 and len(plan.stale) == 4
+    # A missing NPZ makes the run incomplete.
+    (out / "elliptic-2d/pinn/L2-M5/seed-0.npz").unlink()
+    assert runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out).todo == [runner.RunKey("pinn", 2, 5, 0)]
+
+
+def test_same_seed_bit_identical_and_jobs(tmp_path, specs):
+    spec = specs["parabolic-5d"]
+    keys = keys_of(spec)
+    a = runner.run_experiment(spec, keys, 5, tmp_path / "a")
+    b = runner.run_experiment(spec, keys, 5, tmp_path / "b")
+    c = runner.run_experiment(spec, keys, 5, tmp_path / "c", jobs=2)
+    assert [numbers(r) for r in a] == [numbers(r) for r in b] == [numbers(r) for r in c]
+    for key in keys:
+        files = [records.record_paths(tmp_path / d, spec.name, *vars(key).values())[1] for d in "abc"]
+        ref = np.load(files[0])
+        for other in files[1:]:
+            z = np.load(other)
+            assert all(np.array_equal(ref[k], z[k]) for k in ref.files)
+    # And on disk: the JSON files are identical apart from the timing.
+    for key in keys:
+        recs = [json.loads(records.record_paths(tmp_path / d, spec.name, *vars(key).values())[0].read_text())
+                for d in "abc"]
+        assert numbers(recs[0]) == numbers(recs[1]) == numbers(recs[2])
+
+
+def _manual_psi(params, problem, Z):
+    """psi = boundary factor * phi, the network evaluated by hand from the saved arrays."""
+    h = Z
+    for W, b in params[:-1]:
+        h = np.sin(W @ h + b[:, None])
+    W, b = params[-1]
+    phi = (W @ h + b[:, None])[0]
+    t, x = (Z[0], Z[1:]) if problem.time_dependent else (None, Z)
+    g = np.sum(x * x, axis=0) - 1.0
+    return {"elliptic": g, "parabolic": (t * g if t is not None else g), "hyperbolic": None}[problem.pde] * phi
+
+
+def _fd_residual(params, problem, Z, h=1e-4):
+    """PDE residual of psi by central differences: div(c grad psi) [- psi_t] vs the data (eq. (Elliptic/Parabolic))."""
+    psi = lambda P: _manual_psi(params, problem, P)  # noqa: E731
+    t0 = 1 if problem.time_dependent else 0
+    x = Z[t0:]
+    c = problem.coefficient.c(x)
+    grad_c = problem.coefficient.grad_c(x)
+    div = np.zeros(Z.shape[1])
+    base = psi(Z)
+    for j in range(problem.d):
+        e = np.zeros((Z.shape[0], 1))
+        e[t0 + j] = h
+        plus, minus = psi(Z + e), psi(Z - e)
+        div += c * (plus - 2 * base + minus) / h**2 + grad_c[j] * (plus - minus) / (2 * h)
+    if problem.pde == "elliptic":
+        return div - problem.rhs(Z)
+    e = np.zeros((Z.shape[0], 1))
+    e[0] = h
+    psi_t = (psi(Z + e) - psi(Z - e)) / (2 * h)
+    return psi_t - div - problem.rhs(Z)
+
+
+@pytest.mark.parametrize("experiment", ["elliptic-2d", "parabolic-5d"])
+def test_saved_weights_reproduce_record(tmp_path, specs, experiment):
+    """Re-evaluate J and l2 from data.npz + the weights only, with independent code."""
+    spec, out = specs[experiment], tmp_path / "res"
+    runner.run_experiment(spec, keys_of(spec)[:1], 40, out)
+    key = keys_of(spec)[0]
+    json_path, npz_path = records.record_paths(out, spec.name, "pinn", key.L, key.M, key.seed)
+    rec = records.read_record(json_path)
+    params = records.load_params(npz_path)
+    with np.load(out / spec.name / "data.npz") as z:
+        Z_train, Z_test = z["train"].T, z["test"].T
+    problem = make_problem(spec.pde, spec.d, spec.solution)
+    # l2 from the formula of Section 4 with a hand-written forward pass.
+    u = problem.u(Z_test)
+    l2 = np.sqrt(np.sum((_manual_psi(params, problem, Z_test) - u) ** 2) / np.sum(u**2))
+    assert l2 == pytest.approx(rec["final"]["l2"], rel=1e-12)
+    # J from finite differences of psi (no derivative channels involved).
+    R = _fd_residual(params, problem, Z_train)
+    assert np.mean(R**2) == pytest.approx(rec["final"]["J"], rel=1e-4)
+    # And exactly, through the package's own loss.
+    J = network.pinn_loss(params, Z_train, problem.coefficients(Z_train), problem.rhs(Z_train))
+    assert J == rec["final"]["J"]
+
+
+def test_divergence_is_recorded(tmp_path):
+    text = TINY_YAML.replace("pinn: {lr: 1.0e-3}", "pinn: {lr: 1.0e+3}")
+    spec = load_specs(write_tiny(tmp_path, text))["parabolic-5d"]
+    done = runner.run_experiment(spec, keys_of(spec)[:1], 20, tmp_path / "res")
+    rec = done[0]
+    assert rec["status"] == "diverged" and rec["diverged_at"] is not None and rec["diverged_at"] <= 20
+    assert rec["final"]["J"] is None  # non-finite numbers are stored as JSON null
+    json.loads((tmp_path / "res/parabolic-5d/pinn/L3-M5/seed-0.json").read_text())
+    assert any("diverged" in line for line in runner.summary_lines(done))
+
+
+@pytest.fixture
+def stub_solvers(monkeypatch):
+    monkeypatch.setitem(SOLVERS, "stub-raise", "foundation_helpers:raising_solver")
+    monkeypatch.setitem(SOLVERS, "stub-bound", "foundation_helpers:bounded_solver")
+    monkeypatch.setitem(SOLVERS, "stub-nan", "foundation_helpers:nonfinite_solver")
+
+
+def test_solver_failures_and_bound(tmp_path, stub_solvers):
+    text = TINY_YAML.replace("      pinn: {lr: 1.0e-3}\n",
+                             "      pinn: {lr: 1.0e-3}\n      stub-raise: {}\n      stub-bound: {}\n"
+                             "      stub-nan: {}\n")
+    spec = load_specs(write_tiny(tmp_path, text))["parabolic-5d"]
+    out = tmp_path / "res"
+    raised, = runner.run_experiment(spec, [runner.RunKey("stub-raise", 3, 5, 0)], 5, out)
+    assert raised["status"] == "diverged" and "FloatingPointError" in raised["extra"]["error"]
+    nan, = runner.run_experiment(spec, [runner.RunKey("stub-nan", 3, 5, 0)], 5, out)
+    assert nan["status"] == "diverged"
+    bound, = runner.run_experiment(spec, [runner.RunKey("stub-bound", 3, 5, 0)], 5, out)
+    assert bound["bound"] == {"factor": 84.0, "violations": 2}
+    assert bound["extra"] == {"cond": 3.0} and bound["final"]["J_S"] == 0.5
+    assert bound["history"]["J_S"] == [0.5] * 6
+    lines = runner.summary_lines([bound])
+    assert any("violated in 1 of 1 runs" in line for line in lines)
+
+
+class InterruptSecond(runner.Reporter):
+    def __init__(self):
+        self.begun = 0
+
+    def begin(self, key):
+        self.begun += 1
+
+    def loss(self, key, k, value):
+        if self.begun == 2 and k == 2:
+            raise KeyboardInterrupt
+
+
+def test_interrupt_keeps_finished_runs_only(tmp_path, specs):
+    spec, out = specs["elliptic-2d"], tmp_path / "res"
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(spec, keys_of(spec), 5, out, reporter=InterruptSecond())
+    assert files_under(out) == ["elliptic-2d/data.npz", "elliptic-2d/pinn/L3-M6/seed-0.json",
+                                "elliptic-2d/pinn/L3-M6/seed-0.npz"]
+
+
+def test_atomic_writes(tmp_path, monkeypatch):
+    path = tmp_path / "x" / "a.json"
+    records.write_json(path, {"a": 1})
+
+    def broken_dumps(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # A failure while writing leaves the old file intact and no temp file behind.
+    monkeypatch.setattr(records.np, "savez", lambda fh, **arrays: (fh.write(b"partial"), broken_dumps()))
+    with pytest.raises(KeyboardInterrupt):
+        records.write_npz(tmp_path / "x" / "w.npz", {"W1": np.zeros(2)})
+    assert files_under(tmp_path / "x") == ["a.json"]
+    rec = {"experiment": "e", "solver": "s", "L": 2, "M": 1, "seed": 0}
+    with pytest.raises(KeyboardInterrupt):
+        records.write_record(tmp_path / "r", rec, [(np.zeros((1, 1)), np.zeros(1))] * 2)
+    assert files_under(tmp_path / "r") == []
+    assert json.loads(path.read_text()) == {"a": 1}

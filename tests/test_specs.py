@@ -1,0 +1,99 @@
+"""experiments.yaml validation and the CLI selectors (--sizes, --seeds, --solver)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lysep_cli.specs import (SpecError, default_config, load_specs, parse_seeds, parse_sizes, parse_solvers,
+                             select_experiments)
+
+from foundation_helpers import TINY_YAML, write_tiny
+
+
+def test_project_specs_load():
+    specs = load_specs(default_config())
+    assert list(specs) == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
+    e2 = specs["elliptic-2d"]
+    assert e2.sizes == ((3, 30), (3, 50), (3, 80), (3, 100)) and e2.n_test == 350
+    for s in specs.values():
+        assert s.iterations == 2000 and s.seeds == tuple(range(10))
+        assert {"pinn", "lysep"} <= set(s.solvers)
+        assert {"lr", "lr_final"} <= set(s.solvers["pinn"])
+
+
+BAD = [
+    # (replace this, with that, field named in the message)
+    ("    d: 2\n", "    d: two\n", "'d'"),
+    ("    d: 2\n", "    d: true\n", "'d'"),
+    ("    sizes: [[3, 6], [2, 5]]", "    sizes: [[3, 6], [1, 5]]", "sizes[1].L"),
+    ("    sizes: [[3, 6], [2, 5]]", "    sizes: [[3, 0], [2, 5]]", "sizes[0].M"),
+    ("    sizes: [[3, 6], [2, 5]]", "    sizes: [[3, 6, 1]]", "sizes[0]"),
+    ("    n_train: 60", "    n_train: 0", "n_train"),
+    ("    n_test: 40", "    n_test: -3", "n_test"),
+    ("    iterations: 5\n    seeds: [0, 1]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final",
+     "    iterations: 0\n    seeds: [0, 1]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final", "iterations"),
+    ("    pde: elliptic", "    pde: laplace", "pde"),
+    ("    table: 1\n", "    table: 1\n    colour: red\n", "colour"),
+    ("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}", "      magic: {}", "solvers.magic"),
+    ("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}", "      pinn: 3", "solvers.pinn"),
+    ("    seeds: [0, 1]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final",
+     "    seeds: [0, 0]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final", "seeds"),
+    ("    solution: exp-sin\n", "    solution: exp-sin\n    d: 3\n", "d"),  # duplicate key -> last wins, 3-D exp-sin
+]
+
+
+@pytest.mark.parametrize("old,new,field", BAD)
+def test_spec_errors_name_file_experiment_field(tmp_path, old, new, field):
+    assert old in TINY_YAML
+    path = write_tiny(tmp_path, TINY_YAML.replace(old, new, 1))
+    with pytest.raises(SpecError) as info:
+        load_specs(path)
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert str(path) in msg and "elliptic-2d" in msg and field in msg
+
+
+def test_missing_key_and_broken_yaml(tmp_path):
+    path = write_tiny(tmp_path, TINY_YAML.replace("    n_test: 40\n", "", 1))
+    with pytest.raises(SpecError, match="n_test.*missing"):
+        load_specs(path)
+    path = write_tiny(tmp_path, TINY_YAML.replace("sizes: [[3, 6], [2, 5]]", "sizes: [[3, 6], [2, 5]", 1))
+    with pytest.raises(SpecError, match="invalid YAML at line") as info:
+        load_specs(path)
+    assert "\n" not in str(info.value)
+    path = write_tiny(tmp_path, "experiments: {}\nother: 1\n")
+    with pytest.raises(SpecError, match="other"):
+        load_specs(path)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_specs(tmp_path / "nope.yaml")
+
+
+def test_select_experiments(tmp_path):
+    specs = load_specs(write_tiny(tmp_path))
+    assert [s.name for s in select_experiments(specs, None)] == ["elliptic-2d", "parabolic-5d"]
+    with pytest.raises(SpecError, match="unknown experiment 'nope'"):
+        select_experiments(specs, ["nope"])
+
+
+def test_selectors(tmp_path):
+    spec = load_specs(write_tiny(tmp_path))["elliptic-2d"]
+    assert parse_sizes(None, spec) == [(3, 6), (2, 5)]
+    assert parse_sizes("3x50, 4X7,3x50", spec) == [(3, 50), (4, 7)]
+    assert parse_sizes("smallest", spec) == [(3, 6)]
+    for bad in ("3x0", "1x5", "3", "3x5x2", "ax5"):
+        with pytest.raises(SpecError, match="--sizes"):
+            parse_sizes(bad, spec)
+    assert parse_seeds(None, spec) == [0, 1]
+    assert parse_seeds("0-9", spec) == list(range(10))
+    assert parse_seeds("0,3,5", spec) == [0, 3, 5]
+    assert parse_seeds("0-2,7,1", spec) == [0, 1, 2, 7]
+    for bad in ("5-2", "-1", "a", "1-", "0,,1"):
+        with pytest.raises(SpecError, match="--seeds"):
+            parse_seeds(bad, spec)
+    assert parse_solvers("pinn", spec) == ["pinn"]
+    assert parse_solvers(None, spec) == ["pinn"]
+    assert parse_solvers("all", spec) == ["pinn"]
+    with pytest.raises(SpecError, match="no settings"):
+        parse_solvers("paper", spec)  # lysep is not configured in the tiny spec
+    with pytest.raises(SpecError, match="unknown solver"):
+        parse_solvers("magic", spec)
