@@ -73,8 +73,8 @@ def markdown_table(summary: pd.DataFrame) -> str:
     def pm(m: float, s: float) -> str:
         return "—" if not np.isfinite(m) else f"{m:.2e}±{(0.0 if not np.isfinite(s) else s):.2e}"
 
-    rows = [[f"({r.L},{r.M})", r.rule, "per block" if pd.isna(r.tau) else f"{r.tau:g}", f"{r.n - r.diverged}/{r.n}",
-             pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), f"{r.J_first_mean:.2e}", int(r.violations)]
+    rows = [[f"({r.L},{r.M})", r.rule, f"{r.tau:g}" if r.rule == "fixed" else f"per block, first {r.tau:g}", f"{r.n - r.diverged}/{r.n}",
+             pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), f"{r.J_first_mean:.2e}", str(int(r.violations))]
             for r in summary.itertuples()]
     return tabulate(rows, headers=["(L,M)", "rule", "tau", "ok/runs", "J", "l2", "J after 1st W3 solve",
                                    "bound violations"], tablefmt="github")
