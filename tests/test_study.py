@@ -27,8 +27,9 @@ def test_step_size_study_runs_every_rule_and_writes_outputs(tmp_path):
     assert len(df) == 2 * 3
     assert set(df.rule) == {"fixed", "backtracking"}
     tau0 = df[(df.rule == "fixed") & (df.tau == 0.0)]
-    # tau = 0: only closed-form updates, so the result is the same after 1 and 2 sweeps.
-    assert np.allclose(tau0.J, tau0.J_first)
+    # tau = 0: only the closed-form updates act; alternating W_3 / b_3 solves can only lower J (= J_S).
+    assert np.all(tau0.J.to_numpy() <= tau0.J_first.to_numpy() * (1 + 1e-9))
+    assert np.allclose(tau0.J, tau0.J_S)
     s = summarise(df)
     assert list(s.n) == [2, 2, 2]
     paths = write_study(df, tmp_path / "study")
