@@ -20,7 +20,7 @@ from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData, copy_params
 from .pinn import learning_rate
 
-DEFAULTS = {"lr": 1.0e-3, "lr_final": 1.0e-4, "beta1": 0.9, "beta2": 0.999, "eps": 1.0e-8}
+DEFAULTS = {"lr": 1.0e-2, "lr_final": 1.0e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1.0e-8}
 
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
