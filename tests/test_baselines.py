@@ -121,3 +121,10 @@ def test_lm_caps_iterations():
     problem, data, params0 = _setup()
     res = get_solver("pinn-lm")(problem, data, params0, {"max_iterations": 4}, 30)
     assert len(res.history["J"]) == 5 and res.extra["iterations_run"] == 4
+
+
+@pytest.mark.parametrize("name", BASELINES)
+def test_unknown_setting_is_rejected(name):
+    problem, data, params0 = _setup()
+    with pytest.raises(ValueError, match="unknown settings"):
+        get_solver(name)(problem, data, params0, {"learning_rate": 1.0}, 2)

@@ -29,6 +29,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
 
     history["J"] has iterations + 1 entries: J at params0, then after each Adam step.
     """
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"pinn-adam: unknown settings {unknown} (known: {', '.join(DEFAULTS)})")
     s = {k: float(settings.get(k, v)) for k, v in DEFAULTS.items()}
     like = copy_params(params0)
     theta = flatten(like)

@@ -31,6 +31,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
     (line-search failure, maxfun), the parameters no longer change and the list is padded with the
     last value to iterations + 1 entries; extra["nit"] and extra["message"] say where and why.
     """
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"pinn-lbfgs: unknown settings {unknown} (known: {', '.join(DEFAULTS)})")
     s = {k: settings.get(k, v) for k, v in DEFAULTS.items()}
     like = copy_params(params0)
     last: dict[str, Any] = {"x": None, "J": None}

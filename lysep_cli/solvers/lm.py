@@ -48,6 +48,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
     iteration; min(iterations, max_iterations) + 1 entries, padded with the last value if the run
     stalls earlier (extra["stalled_at"]).
     """
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"pinn-lm: unknown settings {unknown} (known: {', '.join(DEFAULTS)})")
     s = {k: settings.get(k, v) for k, v in DEFAULTS.items()}
     n_iter = min(iterations, int(s["max_iterations"]))
     tau, max_tries = float(s["tau"]), int(s["max_tries"])

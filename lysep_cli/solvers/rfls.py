@@ -26,6 +26,8 @@ from ..network import Params
 from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData, copy_params
 
+DEFAULTS = {"rcond": "auto"}
+
 
 def cutoff(setting: Any, shape: tuple[int, int]) -> float:
     """The relative singular-value cutoff: a number, or eps * max(shape) for "auto"/None."""
@@ -42,6 +44,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
     ``iterations`` is ignored (the method is one closed-form step).  history["J"] = [J at params0,
     J after the solve]; extra records cond(A) = s_max / s_min, the effective rank and the cutoff.
     """
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        raise ValueError(f"rfls: unknown settings {unknown} (known: {', '.join(DEFAULTS)})")
     params = copy_params(params0)
     A, _ = output_layer_system(params, data.Z, data.coef)
     rcond = cutoff(settings.get("rcond", "auto"), A.shape)
