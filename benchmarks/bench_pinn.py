@@ -1,0 +1,55 @@
+"""Seconds per PINN-GD iteration for each experiment at its largest size (not a test).
+
+Usage: .venv/bin/python benchmarks/bench_pinn.py [--iterations 5] [--config experiments.yaml]
+
+Each figure is the median over ``--repeats`` timings of ``--iterations`` gradient-descent steps of the
+PINN solver (J and its hand-derived gradient over all training points), with BLAS limited to one
+thread as in ``lysep run`` (one run per worker process), plus the projection to the paper's 2000
+iterations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from threadpoolctl import threadpool_limits
+
+from lysep_cli import network
+from lysep_cli.runner import experiment_data
+from lysep_cli.solvers import get_solver
+from lysep_cli.specs import default_config, load_specs
+
+
+def bench(spec, iterations: int, repeats: int) -> tuple[tuple[int, int], float]:
+    L, M = max(spec.sizes, key=lambda s: (s[0] - 1) * s[1] ** 2 + s[1])
+    problem, _, _, data = experiment_data(spec)
+    params0 = network.init_params(problem.n_in, L, M, 0)
+    solve = get_solver("pinn")
+    settings = spec.solvers["pinn"]
+    times = []
+    with threadpool_limits(limits=1):
+        solve(problem, data, params0, settings, 1)  # warm-up
+        for _ in range(repeats):
+            start = time.perf_counter()
+            solve(problem, data, params0, settings, iterations)
+            times.append((time.perf_counter() - start) / iterations)
+    return (L, M), statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--config", default=None)
+    args = parser.parse_args()
+    specs = load_specs(args.config or default_config())
+    print(f"{'experiment':<15} {'(L,M)':>8} {'N':>6} {'s/iter':>9} {'2000 iter':>10}")
+    for spec in specs.values():
+        (L, M), sec = bench(spec, args.iterations, args.repeats)
+        print(f"{spec.name:<15} {f'({L},{M})':>8} {spec.n_train:>6} {sec:>9.4f} {sec * 2000 / 60:>8.1f} min")
+
+
+if __name__ == "__main__":
+    main()
