@@ -22,8 +22,12 @@ from lysep_cli.solvers import get_solver
 from lysep_cli.specs import default_config, load_specs
 
 
-def bench(spec, iterations: int, repeats: int) -> tuple[tuple[int, int], float]:
-    L, M = max(spec.sizes, key=lambda s: (s[0] - 1) * s[1] ** 2 + s[1])
+def largest(spec) -> tuple[int, int]:
+    return max(spec.sizes, key=lambda s: (s[0] - 1) * s[1] ** 2 + s[1])
+
+
+def bench(spec, L: int, M: int, iterations: int, repeats: int) -> float:
+    """Median seconds per PINN-GD iteration at (L, M), BLAS on one thread."""
     problem, _, _, data = experiment_data(spec)
     params0 = network.init_params(problem.n_in, L, M, 0)
     solve = get_solver("pinn")
@@ -35,7 +39,7 @@ def bench(spec, iterations: int, repeats: int) -> tuple[tuple[int, int], float]:
             start = time.perf_counter()
             solve(problem, data, params0, settings, iterations)
             times.append((time.perf_counter() - start) / iterations)
-    return (L, M), statistics.median(times)
+    return statistics.median(times)
 
 
 def main() -> None:
@@ -43,12 +47,19 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--config", default=None)
+    parser.add_argument("--all-sizes", action="store_true",
+                        help="every size of the spec, and the PINN CPU time of the full sweep")
     args = parser.parse_args()
     specs = load_specs(args.config or default_config())
     print(f"{'experiment':<15} {'(L,M)':>8} {'N':>6} {'s/iter':>9} {'2000 iter':>10}")
+    sweep = 0.0
     for spec in specs.values():
-        (L, M), sec = bench(spec, args.iterations, args.repeats)
-        print(f"{spec.name:<15} {f'({L},{M})':>8} {spec.n_train:>6} {sec:>9.4f} {sec * 2000 / 60:>8.1f} min")
+        for L, M in (spec.sizes if args.all_sizes else [largest(spec)]):
+            sec = bench(spec, L, M, args.iterations, args.repeats)
+            sweep += sec * spec.iterations * len(spec.seeds)
+            print(f"{spec.name:<15} {f'({L},{M})':>8} {spec.n_train:>6} {sec:>9.4f} {sec * 2000 / 60:>8.1f} min")
+    if args.all_sizes:
+        print(f"PINN part of the full sweep (spec iterations x seeds, one thread): {sweep / 3600:.1f} CPU-hours")
 
 
 if __name__ == "__main__":

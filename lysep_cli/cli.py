@@ -184,7 +184,11 @@ def plot(
         _fail(str(exc))
     from .plots import plot_experiment
 
-    for path in plot_experiment(results, experiment, out):
+    try:
+        paths = plot_experiment(results, experiment, out)
+    except FileNotFoundError as exc:
+        _fail(str(exc), code=1)
+    for path in paths:
         typer.echo(str(path))
 
 

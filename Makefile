@@ -1,0 +1,66 @@
+# lysep: reproduce the LySep paper (Liu & Gu).  See README.md.
+#
+#   make install          .venv with the package (editable) and the test tools
+#   make test             the test suite
+#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep; 2000 iterations),
+#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures
+#   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
+#                         under results/quick/  (also: make reproduce REPRODUCE=quick)
+#
+# Variables: JOBS (worker processes, default 2), RESULTS (output directory), VENV, PYTHON.
+# An interrupted `make reproduce` resumes: finished runs are skipped.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+LYSEP := $(BIN)/lysep
+JOBS ?= 2
+REPRODUCE ?= full
+EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
+
+ifeq ($(REPRODUCE),quick)
+RESULTS ?= results/quick
+RUN_FLAGS ?= --sizes smallest --seeds 0-1 --iterations 200
+else
+RESULTS ?= results
+RUN_FLAGS ?=
+endif
+
+.PHONY: install test reproduce reproduce-quick runs outputs
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+test: install
+	$(BIN)/python -m pytest -q
+
+reproduce: install
+	$(MAKE) --no-print-directory runs outputs
+
+reproduce-quick:
+	$(MAKE) --no-print-directory reproduce REPRODUCE=quick
+
+runs:
+	@for e in $(EXPERIMENTS); do \
+	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) --results $(RESULTS) $(RUN_FLAGS) || exit $$?; \
+	done
+
+outputs:
+	@mkdir -p $(RESULTS)/tables
+	@for e in $(EXPERIMENTS); do \
+	  $(LYSEP) table $$e --format latex --results $(RESULTS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
+	  $(LYSEP) table $$e --format markdown --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	done
+	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone --results $(RESULTS) --out $(RESULTS)/tables/tables.tex
+	$(LYSEP) table $(EXPERIMENTS) --format markdown --results $(RESULTS) --out $(RESULTS)/tables/tables.md
+	$(LYSEP) compare $(EXPERIMENTS) --format markdown --results $(RESULTS) --out $(RESULTS)/comparison.md
+	$(LYSEP) compare $(EXPERIMENTS) --format latex --results $(RESULTS) --out $(RESULTS)/comparison.tex
+	@for e in $(EXPERIMENTS); do \
+	  $(LYSEP) plot $$e --results $(RESULTS) || exit $$?; \
+	done
+	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, <experiment>/figures/"
