@@ -279,12 +279,14 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
         raise
     pool.shutdown(wait=True)
     q.close()
-    return done
+    order = {key: i for i, key in enumerate(keys)}
+    return sorted(done, key=lambda r: order[RunKey(r["solver"], r["L"], r["M"], r["seed"])])
 
 
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
                    jobs: int = 1, reporter: Reporter | None = None) -> list[dict[str, Any]]:
-    """Run ``keys`` and write their records (and the experiment's data.npz); returns the new records.
+    """Run ``keys`` and write their records (and the experiment's data.npz); returns the new records
+    in the order of ``keys``.
 
     Records are written as runs finish, so an interruption (KeyboardInterrupt) keeps every finished
     run and leaves no file for the runs in flight.
