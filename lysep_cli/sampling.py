@@ -1,6 +1,6 @@
 """Halton training and test points in the unit d-ball (times [0, 1] for time-dependent PDEs).
 
-Construction (documented in docs/decisions.md): one unscrambled Halton sequence (scipy.stats.qmc) in
+Construction (documented in docs/foundation.md): one unscrambled Halton sequence (scipy.stats.qmc) in
 the cube [-1, 1]^d (times [0, 1] as the first coordinate when there is time) is walked in order;
 points whose spatial part falls outside the closed unit ball are rejected.  The first ``n_train``
 accepted points form the training set and the next ``n_test`` the test set, so the two sets are
