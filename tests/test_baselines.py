@@ -128,3 +128,15 @@ def test_unknown_setting_is_rejected(name):
     problem, data, params0 = _setup()
     with pytest.raises(ValueError, match="unknown settings"):
         get_solver(name)(problem, data, params0, {"learning_rate": 1.0}, 2)
+
+
+def test_lbfgs_restarts_after_an_early_stop_and_pads_history():
+    problem, data, params0 = _setup()
+    # ftol = 0.5 stops each start after an iteration that gains < 50 %; restarts continue from there.
+    one = get_solver("pinn-lbfgs")(problem, data, params0, {"ftol": 0.5, "max_restarts": 0}, 40)
+    more = get_solver("pinn-lbfgs")(problem, data, params0, {"ftol": 0.5, "max_restarts": 3}, 40)
+    assert one.extra["restarts"] == 0 and one.extra["nit"] < 40
+    assert 1 <= more.extra["restarts"] <= 3 and more.extra["nit"] > one.extra["nit"]
+    assert len(one.history["J"]) == len(more.history["J"]) == 41
+    assert more.history["J"][-1] <= one.history["J"][-1]
+    assert one.history["J"][-1] == one.history["J"][one.extra["nit"]]

@@ -4,7 +4,8 @@ f(theta) = J, grad f = dJ/dtheta, both from one call of :func:`lysep_cli.network
 (``jac=True``).  No bounds.  ``maxiter = iterations`` (the same iteration budget as PINN-GD and LySep);
 each L-BFGS iteration costs one or more function evaluations (the line search), counted in
 extra["nfev"].  ftol and gtol default to 0 so that the run uses the whole budget unless the line
-search fails or ``maxfun`` is reached.
+search fails or ``maxfun`` is reached; such an early stop is followed by a restart (empty memory) while
+the budget lasts.
 """
 
 from __future__ import annotations
@@ -18,18 +19,24 @@ from ..network import Params, flatten, pinn_loss_and_grad, unflatten
 from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData, copy_params
 
-DEFAULTS = {"maxcor": 20, "ftol": 0.0, "gtol": 0.0, "maxls": 20, "maxfun_per_iteration": 4}
+DEFAULTS = {"maxcor": 20, "ftol": 0.0, "gtol": 0.0, "maxls": 20, "maxfun_per_iteration": 4, "max_restarts": 10}
 
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
           iterations: int, progress: Progress | None = None) -> SolveResult:
     """L-BFGS-B on J; settings ``maxcor`` (memory), ``ftol``, ``gtol``, ``maxls`` (line-search steps),
-    ``maxfun_per_iteration`` (maxfun = that times ``iterations``).
+    ``maxfun_per_iteration`` (maxfun = that times ``iterations``), ``max_restarts``.
+
+    Restarts: with ftol = 0, L-BFGS-B stops when an iteration fails to decrease J (or the line search
+    fails); while iterations and function evaluations remain, it is restarted from that point with an
+    empty memory (first step along -grad), at most ``max_restarts`` times; a start that makes no
+    iteration ends the run.
 
     history["J"]: J at params0, then J at each L-BFGS iterate (recorded by the per-iteration callback,
     i.e. per iteration, not per function evaluation).  If scipy stops before ``iterations``
-    (line-search failure, maxfun), the parameters no longer change and the list is padded with the
-    last value to iterations + 1 entries; extra["nit"] and extra["message"] say where and why.
+    (maxfun, restarts exhausted), the parameters no longer change and the list is padded with the last
+    value to iterations + 1 entries; extra["nit"], extra["restarts"] and extra["message"] (one entry per
+    start) say where and why.
     """
     unknown = sorted(set(settings) - set(DEFAULTS))
     if unknown:
@@ -60,18 +67,26 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
         if progress is not None:
             progress(len(history) - 2, J)
 
-    res = scipy.optimize.minimize(
-        fun, theta0, jac=True, method="L-BFGS-B", callback=callback,
-        options={"maxiter": iterations, "maxfun": int(s["maxfun_per_iteration"]) * max(iterations, 1),
-                 "maxcor": int(s["maxcor"]), "ftol": float(s["ftol"]), "gtol": float(s["gtol"]),
-                 "maxls": int(s["maxls"])})
-    params = unflatten(res.x, like)
-    extra = {"settings": s, "nit": int(res.nit), "nfev": int(res.nfev), "message": str(res.message),
+    # One L-BFGS-B call per start; a start that stops early (no decrease in an iteration, line-search
+    # failure) is restarted from its end point with an empty memory, while iterations remain.
+    maxfun = int(s["maxfun_per_iteration"]) * max(iterations, 1)
+    theta, nit, nfev, messages = theta0, 0, 0, []
+    for start in range(int(s["max_restarts"]) + 1):
+        res = scipy.optimize.minimize(
+            fun, theta, jac=True, method="L-BFGS-B", callback=callback,
+            options={"maxiter": iterations - nit, "maxfun": maxfun - nfev, "maxcor": int(s["maxcor"]),
+                     "ftol": float(s["ftol"]), "gtol": float(s["gtol"]), "maxls": int(s["maxls"])})
+        theta, nit, nfev = res.x, nit + int(res.nit), nfev + int(res.nfev)
+        messages.append(f"{int(res.nit)} it: {res.message}")
+        if nit >= iterations or nfev >= maxfun or res.nit == 0 or not np.isfinite(res.fun):
+            break
+    params = unflatten(theta, like)
+    extra = {"settings": s, "nit": nit, "nfev": nfev, "restarts": len(messages) - 1, "message": messages,
              "nonfinite_evaluations": n_nonfinite,
-             "history_note": "J: initial, then per L-BFGS iteration (callback); padded with the last "
-                             "value after an early stop (see nit)"}
+             "history_note": "J: initial, then per L-BFGS iteration (callback), across restarts; padded "
+                             "with the last value after an early stop (see nit)"}
     bad = [k for k, J in enumerate(history) if not np.isfinite(J)]
-    J_final = J_at(res.x)
+    J_final = J_at(theta)
     if bad or not np.isfinite(J_final):
         return SolveResult(params, {"J": history}, "diverged", diverged_at=bad[0] if bad else len(history),
                            extra=extra)
