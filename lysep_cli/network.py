@@ -141,6 +141,18 @@ def pinn_loss(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.n
     return float(R @ R / R.size)
 
 
+def activation_adjoints(a: np.ndarray, d: np.ndarray, q: np.ndarray, H: np.ndarray, Hd: np.ndarray,
+                        Hdd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Adjoints of (a, d_j, q_j) from those of h = sigma(a), h_j = sigma'(a) d_j, h_jj = sigma''(a) d_j^2 + sigma'(a) q_j.
+
+    Shapes: a (M, N); d, q, Hd, Hdd (n_in, M, N) (a trailing sample axis of any length works too);
+    H like a.  Returns (ga like a, gd like d, gq like q).
+    """
+    s1, s2, s3 = sigma1(a), sigma2(a), sigma3(a)
+    ga = s1 * H + np.sum(s2 * d * Hd + (s3 * d * d + s2 * q) * Hdd, axis=0)
+    return ga, s1 * Hd + 2.0 * s2 * d * Hdd, s1 * Hdd
+
+
 def _contract(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """sum_j A_j B_j^T for A (n_in, M, N), B (n_in, K, N): shape (M, K)."""
     return np.tensordot(A, B, axes=([0, 2], [0, 2]))
@@ -165,12 +177,7 @@ def backward(params: Params, Z: np.ndarray, ch: Channels, g_phi: np.ndarray, g_p
     w = WL[0][:, None]
     H, Hd, Hdd = w * g_phi[None, :], w[None] * g_phi_d[:, None, :], w[None] * g_phi_dd[:, None, :]
     for l in range(L - 2, -1, -1):
-        a, d, q = ch.a[l], ch.d[l], ch.q[l]
-        s1, s2, s3 = sigma1(a), sigma2(a), sigma3(a)
-        # Through the activation: adjoints of a_l, d_l, q_l.
-        ga = s1 * H + np.sum(s2 * d * Hd + (s3 * d * d + s2 * q) * Hdd, axis=0)
-        gd = s1 * Hd + 2.0 * s2 * d * Hdd
-        gq = s1 * Hdd
+        ga, gd, gq = activation_adjoints(ch.a[l], ch.d[l], ch.q[l], H, Hd, Hdd)
         W, _ = params[l]
         if l == 0:
             # a_1 = W_1 Z + b_1, d_1j = W_1(:, j), q_1j = 0.
