@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .network import Channels, Params, _layer_inputs, forward, sigma1, sigma2, sigma3
+from .network import Channels, Params, _layer_inputs, activation_adjoints, forward
 from .problems import OperatorCoefficients
 
 
@@ -114,12 +114,8 @@ def residual_jacobian(params: Params, Z: np.ndarray, coef: OperatorCoefficients,
     w = params[-1][0][0][:, None]
     H, Hd, Hdd = w * coef.K[None, :], w[None] * coef.K1[:, None, :], w[None] * coef.K2[:, None, :]
     for l in range(L - 2, -1, -1):
-        a, d, q = ch.a[l], ch.d[l], ch.q[l]
-        s1, s2, s3 = sigma1(a), sigma2(a), sigma3(a)
-        # Through the activation (same recursion as network.backward, sample index kept).
-        ga = s1 * H + np.sum(s2 * d * Hd + (s3 * d * d + s2 * q) * Hdd, axis=0)
-        gd = s1 * Hd + 2.0 * s2 * d * Hdd
-        gq = s1 * Hdd
+        # Through the activation (the step of network.backward; here every sample's own adjoints).
+        ga, gd, gq = activation_adjoints(ch.a[l], ch.d[l], ch.q[l], H, Hd, Hdd)
         W, _ = params[l]
         kW, kb = offs[l]
         # dR_n/dW_l as an (N, M, M_in) view of the Jacobian's columns kW .. kb - 1.
