@@ -158,7 +158,7 @@ class LySepIteration:
             t2 = update_terms(terms, block, st2, data)
             return lysep_loss(st2, data, t2).J_S, (st2, t2)
 
-        J, payload, t = self.rules[block].step(J0, float(np.sum(g * g)), trial)
+        J, payload, _ = self.rules[block].step(J0, float(np.sum(g * g)), trial)
         if payload is not None:
             self.st, self.terms = payload
             self.J_S = J
@@ -243,10 +243,10 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
             "move_W1": _relative_move(st.W1, W1), "move_b1": _relative_move(st.b1, b1),
             "move_W2": _relative_move(st.W2, W2), "move_b2": _relative_move(st.b2, b2),
             "accepted_steps": it.accepted_steps,
-            "final_step_sizes": {b: getattr(r, "tau") for b, r in it.rules.items()},
+            "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
             "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
         },
-        "settings_used": {k: v for k, v in s.items()},
+        "settings_used": dict(s),
     }
     return SolveResult(st.params(), {"J": hist_J, "J_S": hist_JS}, status, diverged_at, J_S=hist_JS[-1],
                        extra=extra)
