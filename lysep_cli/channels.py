@@ -296,34 +296,39 @@ def weight_gradient(ga: np.ndarray, gd: np.ndarray, gQ: np.ndarray | None, prev:
 
 
 def input_adjoints(W: np.ndarray, ga: np.ndarray, gd: np.ndarray, gQ: np.ndarray | None, prev: Layer,
-                   plan: ChannelPlan, with_Q: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+                   plan: ChannelPlan, outputs: tuple[str, ...] = ("a", "d", "Q")
+                   ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """Adjoints of a general layer l-1's (a, d, Q) from those of layer l's (a, d, Q):
 
         H = W^T g_a, H_j = W^T g_dj, HQ_g = W^T g_Qg, and through h, h_j, hQ_g:
         g_a'  = sigma' H + sigma'' sum_j d_j H_j + sigma''' sum_g (sum_{j in g} d_j^2) HQ_g + sigma'' sum_g Q_g HQ_g
         g_dj' = sigma' H_j + 2 sigma'' d_j HQ_g(j)
-        g_Qg' = sigma' HQ_g                                       (None unless prev.Q and with_Q)
+        g_Qg' = sigma' HQ_g                                       (None when prev.Q is None)
+
+    ``outputs`` selects which of the three to compute (the others are returned as None).
     """
     s, d = prev.sig, prev.d
     WT = W.T
     Hd = np.matmul(WT, gd)
-    ga_prev = np.einsum("jmn,jmn->mn", d, Hd)
-    ga_prev *= s.s2
-    ga_prev += s.s1 * (WT @ ga)
-    gd_prev = Hd
-    gd_prev *= s.s1[None]
-    gQ_prev = None
-    if gQ is not None and plan.n_groups:
-        HQ = np.matmul(WT, gQ)
-        for i, g in enumerate(plan.groups):
+    HQ = np.matmul(WT, gQ) if gQ is not None and plan.n_groups else None
+    ga_prev = gd_prev = gQ_prev = None
+    if "a" in outputs:
+        ga_prev = np.einsum("jmn,jmn->mn", d, Hd)
+        ga_prev *= s.s2
+        ga_prev += s.s1 * (WT @ ga)
+        for i, g in enumerate(plan.groups if HQ is not None else ()):
             ga_prev += s.s3 * sum_of_squares(d, g) * HQ[i]
             if prev.Q is not None:
                 ga_prev += s.s2 * prev.Q[i] * HQ[i]
+    if "d" in outputs:
+        gd_prev = Hd
+        gd_prev *= s.s1[None]
+        for i, g in enumerate(plan.groups if HQ is not None else ()):
             t = 2.0 * s.s2 * HQ[i]
             for j in g:  # loop over the input dimensions
                 gd_prev[j] += t * d[j]
-        if prev.Q is not None and with_Q:
-            gQ_prev = HQ * s.s1[None]
+    if "Q" in outputs and HQ is not None and prev.Q is not None:
+        gQ_prev = HQ * s.s1[None]
     return ga_prev, gd_prev, gQ_prev
 
 
