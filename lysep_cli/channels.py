@@ -241,6 +241,11 @@ def fit_matrix(last: Layer, plan: ChannelPlan) -> Fit:
         V += plan.K2[i] * sum_of_squares(d, g)
         if last.Q is not None:
             U += plan.K2[i] * last.Q[i]
+    return fit_from_sums(plan, s, U, V)
+
+
+def fit_from_sums(plan: ChannelPlan, s: SigmaValues, U: np.ndarray, V: np.ndarray) -> Fit:
+    """B = K sigma(a) + sigma'(a) U + sigma''(a) V from the sums U, V (M, N)."""
     B = plan.K * s.s0
     B += s.s1 * U
     B += s.s2 * V

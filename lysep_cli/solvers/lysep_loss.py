@@ -262,11 +262,15 @@ class Weights:
 
 def weights(st: LySepState, data: LySepData) -> Weights:
     """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint."""
+    return weights_from(data, float(np.sum(st.W2 * st.W2)), np.sum(st.W1 * st.W1, axis=0), st.n1, st.n2, st.nq)
+
+
+def weights_from(data: LySepData, w2: float, w1: np.ndarray, n1: np.ndarray, n2: np.ndarray,
+                 nq: np.ndarray) -> Weights:
+    """The rho of every constraint from w2 = ||W_2||^2, w1 = ||W_1(:, j)||^2 (n_in,) and the per-sample
+    norms n1, n2 (n_in, N), nq (|S|, N)."""
     k, kj, hj = data.k, data.kj[:, None], data.hj[:, None]
-    w2 = float(np.sum(st.W2 * st.W2))
-    w1 = np.sum(st.W1 * st.W1, axis=0)
     w1c = w1[:, None]
-    n1, n2, nq = st.n1, st.n2, st.nq
     hS = data.hj[data.S]
     A2 = k + np.sum(kj * n2, 0) + hS @ nq  # D_a2^1(n,n)^2
     A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)  # D_a1^1(n,n)^2
@@ -279,9 +283,14 @@ def weights(st: LySepState, data: LySepData) -> Weights:
 
 def penalty(terms: Terms, wt: Weights) -> float:
     """P = (penalty part of N * J_S) / ||W_3||_F^2, the lambda of the W_3 ridge system."""
-    P = wt.rho_a1 @ terms.E("a1") + wt.rho_a2 @ terms.E("a2")
-    P += np.sum(wt.rho_d1 * terms.E("d1")) + np.sum(wt.rho_d2 * terms.E("d2"))
-    P += wt.rho_q @ np.sum(terms.E("q"), axis=-1)
+    return penalty_from(terms.E, wt)
+
+
+def penalty_from(E, wt: Weights) -> float:
+    """P from the per-sample squared constraint residuals E(name) (a callable or a mapping's get)."""
+    P = wt.rho_a1 @ E("a1") + wt.rho_a2 @ E("a2")
+    P += np.sum(wt.rho_d1 * E("d1")) + np.sum(wt.rho_d2 * E("d2"))
+    P += wt.rho_q @ np.sum(E("q"), axis=-1)
     return float(P)
 
 
