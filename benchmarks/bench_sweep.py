@@ -15,6 +15,9 @@ machine's one-thread GEMM speed at the cell's shapes and gives the GEMM floor of
 ``--peer DIR`` runs the same cells with the lysep_cli package of another checkout (e.g. the commit
 before a change) in alternation with ours, so before/after are measured side by side in one run.
 The full-sweep figure is sum over cells of seeds x (overhead + iterations x s/iteration).
+
+Times are CPU seconds of the child process (time.process_time; one BLAS thread, so this is the
+run's own compute): on a shared machine other processes inflate wall time but hardly the CPU time.
 """
 
 from __future__ import annotations
@@ -47,17 +50,17 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     seconds = [float("inf")] * len(counts)
     for _ in range(repeats):  # the minimum over repeats: robust to other load on a shared machine
         for i, n in enumerate(counts):
-            t = time.perf_counter()
+            t = time.process_time()
             runner.execute(spec, key, n)
-            seconds[i] = min(seconds[i], time.perf_counter() - t)
+            seconds[i] = min(seconds[i], time.process_time() - t)
     n_in = spec.d + (spec.pde != "elliptic")
     with threadpool_limits(limits=1):
         A, B = np.random.rand(n_in * M, M), np.random.rand(M, spec.n_train)
         A @ B
-        t = time.perf_counter()
+        t = time.process_time()
         for _ in range(10):
             A @ B
-        gflops = 2.0 * n_in * M * M * spec.n_train * 10 / (time.perf_counter() - t) / 1e9
+        gflops = 2.0 * n_in * M * M * spec.n_train * 10 / (time.process_time() - t) / 1e9
     import lysep_cli
 
     return {"seconds": seconds, "gflops": gflops, "package": str(Path(lysep_cli.__file__).parent)}
@@ -80,8 +83,10 @@ def measure(impl: str, experiment: str, L: int, M: int, solver: str, counts: lis
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--short", type=int, default=2)
-    ap.add_argument("--long", type=int, default=6)
+    ap.add_argument("--short", type=int, default=2, help="PINN: iterations of the short run")
+    ap.add_argument("--long", type=int, default=6, help="PINN: iterations of the long run")
+    ap.add_argument("--lysep-short", type=int, default=20, help="LySep: sweeps of the short run")
+    ap.add_argument("--lysep-long", type=int, default=40, help="LySep: sweeps of the long run")
     ap.add_argument("--repeats", type=int, default=2, help="each count timed this often; the minimum is kept")
     ap.add_argument("--cells", default=None, help="experiment:M,... (default: every cell of the spec)")
     ap.add_argument("--solvers", default="pinn,lysep")
@@ -99,7 +104,7 @@ def main() -> None:
     specs = load_specs(str(ROOT / "experiments.yaml"))
     wanted = None if args.cells is None else {tuple(c.split(":")) for c in args.cells.split(",")}
     impls = {"ours": ""} | ({"peer": str(Path(args.peer).resolve())} if args.peer else {})
-    counts = [args.short, args.long]
+    counts_of = {"pinn": [args.short, args.long], "lysep": [args.lysep_short, args.lysep_long]}
     rows, totals = [], {k: 0.0 for k in impls}
     head = f"{'cell':<20} {'solver':<6} " + " ".join(f"{k + ' s/it':>11}" for k in impls)
     head += f" {'floor s/it':>10} {'ours/floor':>10}" + (f" {'peer/ours':>9}" if args.peer else "")
@@ -113,6 +118,7 @@ def main() -> None:
                 continue
             for solver in args.solvers.split(","):
                 row = {"experiment": spec.name, "L": L, "M": M, "solver": solver}
+                counts = counts_of[solver]
                 for name, impl in impls.items():
                     m = measure(impl, spec.name, L, M, solver, counts, args.repeats)
                     t1, t2 = m["seconds"]
@@ -135,7 +141,7 @@ def main() -> None:
         print(f"full sweep, {name}: {totals[name] / 3600:.2f} CPU-hours "
               f"(spec iterations x seeds, PINN + LySep as selected, one thread)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"counts": counts, "rows": rows, "cpu_hours": {
+        Path(args.json).write_text(json.dumps({"counts": counts_of, "rows": rows, "cpu_hours": {
             k: v / 3600 for k, v in totals.items()}, "load": os.getloadavg()}, indent=1))
 
 

@@ -188,7 +188,21 @@ def propagate_d(W: np.ndarray, prev: Layer, plan: ChannelPlan, A_d: np.ndarray |
     if prev.structured:
         A_d = stacked_first_weights(W, prev.w1, plan)[0] if A_d is None else A_d
         return (A_d @ prev.sig.s1).reshape(plan.n_in, M, N)
-    return np.matmul(W, prev.sig.s1[None] * prev.d)
+    out = np.empty((prev.d.shape[0], M, N))
+    h = np.empty_like(prev.a)
+    for j in range(prev.d.shape[0]):  # loop over the input dimensions: one GEMM each, (M, N) temporaries
+        np.multiply(prev.sig.s1, prev.d[j], out=h)
+        np.matmul(W, h, out=out[j])
+    return out
+
+
+def group_input(prev: Layer, i: int, group: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """hQ_g = sigma''(a) sum_{j in g} d_j^2 + sigma'(a) Q_g of a general layer, (M, N)."""
+    h = sum_of_squares(prev.d, group, out)
+    h *= prev.sig.s2
+    if prev.Q is not None:
+        h += prev.sig.s1 * prev.Q[i]
+    return h
 
 
 def propagate_Q(W: np.ndarray, prev: Layer, plan: ChannelPlan, A_Q: np.ndarray | None = None) -> np.ndarray:
@@ -197,11 +211,11 @@ def propagate_Q(W: np.ndarray, prev: Layer, plan: ChannelPlan, A_Q: np.ndarray |
     if prev.structured:
         A_Q = stacked_first_weights(W, prev.w1, plan)[1] if A_Q is None else A_Q
         return (A_Q @ prev.sig.s2).reshape(plan.n_groups, M, N)
-    hQ = squared_sums(prev.d, plan)
-    hQ *= prev.sig.s2[None]
-    if prev.Q is not None:
-        hQ += prev.sig.s1[None] * prev.Q
-    return np.matmul(W, hQ)
+    out = np.empty((plan.n_groups, M, N))
+    h = np.empty_like(prev.a)
+    for i, g in enumerate(plan.groups):
+        np.matmul(W, group_input(prev, i, g, h), out=out[i])
+    return out
 
 
 def next_layer(W: np.ndarray, b: np.ndarray, prev: Layer, plan: ChannelPlan) -> Layer:
@@ -290,13 +304,15 @@ def fit_adjoints(G: np.ndarray, last: Layer, plan: ChannelPlan, fit: Fit,
 def weight_gradient(ga: np.ndarray, gd: np.ndarray, gQ: np.ndarray | None, prev: Layer,
                     plan: ChannelPlan) -> np.ndarray:
     """dW_l = g_a h^T + sum_j g_dj h_j^T + sum_g g_Qg hQ_g^T for a general layer l-1, (M, M_prev)."""
-    h, hd, hQ = layer_inputs(prev, plan)
-    gW = ga @ h.T
-    for j in range(gd.shape[0]):  # loop over the input dimensions: one GEMM each
-        gW += gd[j] @ hd[j].T
+    s = prev.sig
+    gW = ga @ s.s0.T
+    h = np.empty_like(prev.a)
+    for j in range(gd.shape[0]):  # loop over the input dimensions: one GEMM each, h_j one at a time
+        np.multiply(s.s1, prev.d[j], out=h)
+        gW += gd[j] @ h.T
     if gQ is not None:
-        for i in range(gQ.shape[0]):
-            gW += gQ[i] @ hQ[i].T
+        for i, g in enumerate(plan.groups):
+            gW += gQ[i] @ group_input(prev, i, g, h).T
     return gW
 
 

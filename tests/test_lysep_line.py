@@ -22,9 +22,11 @@ def test_line_value_and_accepted_state_equal_direct_evaluation(pde, d, block):
     terms = compute_terms(st, data)
     g = gradient(block, st, data, terms, "frozen", weights(st, data))
     x = getattr(st, block)
-    line = line_model(block, st, terms, data, g)
     # Steps from negligible to large: the polynomial's higher terms must be right, not just its slope.
     for t in (1e-8, 1e-3, 0.3 * np.linalg.norm(x) / np.linalg.norm(g)):
+        line = line_model(block, st, terms, data, g.copy())  # accept() consumes the line's buffers
+        for t_other in (2 * t, t / 3):  # several trials before the accepted one, as in backtracking
+            line.value(t_other)
         st2 = st.with_(**{block: x - t * g})
         terms2 = update_terms(terms, block, st2, data)
         direct = lysep_loss(st2, data, terms2).J_S

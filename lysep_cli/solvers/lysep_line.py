@@ -47,8 +47,19 @@ def _poly(coefs: list, t: float) -> np.ndarray:
     return out
 
 
+def _axpy(x: np.ndarray, t: float, y: np.ndarray) -> np.ndarray:
+    """x + t y with one allocation; ``y`` is overwritten (a buffer the caller no longer needs)."""
+    y *= t
+    y += x
+    return y
+
+
 class Line:
-    """J_S(x - t g) of one block: ``value(t)`` for a trial, ``accept(t)`` for the new state and terms."""
+    """J_S(x - t g) of one block: ``value(t)`` for a trial, ``accept(t)`` for the new state and terms.
+
+    ``accept`` is called at most once and reuses the line's buffers (g and the images) for the new
+    arrays, so that a block's step holds no more than one extra copy of its residuals.
+    """
 
     block: str
 
@@ -79,11 +90,11 @@ class Line:
 
     def accept(self, t: float) -> tuple[LySepState, Terms]:
         E, n, _ = self._parts(t)
-        st = self.st.with_(**{self.block: getattr(self.st, self.block) - t * self.g})
+        changes = self.residuals(t)
+        st = self.st.with_(**{self.block: _axpy(getattr(self.st, self.block), -t, self.g)})
         for k in ("n1", "n2", "nq"):
             if k in n:
                 st.__dict__[k] = n[k]
-        changes = self.residuals(t)
         cache = {k: v for k, v in self.terms._E.items() if k not in E}
         cache.update(E)
         terms = replace(self.terms, **changes, _E=cache)
@@ -91,6 +102,7 @@ class Line:
         return st, terms
 
     def residuals(self, t: float) -> dict[str, np.ndarray]:
+        """The changed residuals at t (may consume the images, not g)."""
         raise NotImplementedError
 
     def finish(self, st: LySepState, t: float) -> None:
@@ -116,7 +128,7 @@ class W2Line(Line):
         self.norms["w2"] = [float(np.sum(W2 * W2)), -2.0 * float(np.sum(W2 * g)), float(np.sum(g * g))]
 
     def residuals(self, t):
-        return {"e_" + k: getattr(self.terms, "e_" + k) - t * D for k, D in self.D.items()}
+        return {"e_" + k: _axpy(getattr(self.terms, "e_" + k), -t, D) for k, D in self.D.items()}
 
 
 class D1Line(Line):
@@ -126,8 +138,11 @@ class D1Line(Line):
         super().__init__(st, terms, data, g)
         s, S, W2 = st.sig1, data.S, st.W2
         self.Dd2 = ch_engine.propagate_d(W2, Layer(st.a1, s, g, None), data.plan)  # W_2 (sigma'(a_1) g_j)
-        self.A = np.matmul(W2, s.s2[None] * st.d1[S] * g[S])
-        self.B = np.matmul(W2, s.s2[None] * g[S] * g[S])
+        h = s.s2[None] * g[S]  # sigma''(a_1) g_j, j in S
+        self.B = np.matmul(W2, h * g[S])
+        h *= st.d1[S]
+        self.A = np.matmul(W2, h)
+        del h
         gg = _dot(g, g)
         self.E["d1"] = [terms.E("d1"), 2.0 * _dot(terms.e_d1, g), gg]
         self.E["d2"] = _quadratic(terms.e_d2, self.Dd2, terms.E("d2"))
@@ -138,8 +153,9 @@ class D1Line(Line):
 
     def residuals(self, t):
         tm = self.terms
-        return {"e_d1": tm.e_d1 + t * self.g, "e_d2": tm.e_d2 - t * self.Dd2,
-                "e_q": tm.e_q - (2.0 * t) * self.A + (t * t) * self.B}
+        e_q = _axpy(tm.e_q, -2.0 * t, self.A)
+        e_q += _axpy(0.0, t * t, self.B)
+        return {"e_d1": tm.e_d1 + t * self.g, "e_d2": _axpy(tm.e_d2, -t, self.Dd2), "e_q": e_q}
 
 
 class D2Line(Line):

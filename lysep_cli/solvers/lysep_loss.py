@@ -354,21 +354,27 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
         ga, gd, gq = (wt.rho_a2 * terms.e_a2, wt.rho_d2[:, None, :] * terms.e_d2,
                       wt.rho_q[:, None, None] * terms.e_q)
         if block == "W2":
-            g = cw * ch_engine.weight_gradient(ga, gd, gq, st.layer1, data.plan)
+            g = ch_engine.weight_gradient(ga, gd, gq, st.layer1, data.plan)
         else:
             adj_a, adj_d, _ = ch_engine.input_adjoints(st.W2, ga, gd, gq, st.layer1, data.plan,
                                                        outputs=(block[0],))
+            del ga, gd, gq
             if block == "a1":
-                g = cw * (adj_a - wt.rho_a1 * terms.e_a1)
+                g = adj_a
+                g -= wt.rho_a1 * terms.e_a1
             else:
-                g = cw * (adj_d - wt.rho_d1[:, None, :] * terms.e_d1)
+                g = adj_d
+                g -= wt.rho_d1[:, None, :] * terms.e_d1
+        g *= cw
     elif block in ("a2", "d2", "q"):
         # Through the fit term: the engine's adjoints of B seeded with G = W_3^T r.
         G = st.W3[0][:, None] * terms.r[None, :]
         channel = {"a2": "a", "d2": "d", "q": "Q"}[block]
         adj = ch_engine.fit_adjoints(G, st.layer2, data.plan, st.fit, channels=(channel,))[channel]
         rho = {"a2": wt.rho_a2, "d2": wt.rho_d2[:, None, :], "q": wt.rho_q[:, None, None]}[block]
-        g = c * adj - cw * rho * getattr(terms, "e_" + block)
+        g = adj
+        g *= c
+        g -= (cw * rho) * getattr(terms, "e_" + block)
     else:
         raise KeyError(block)
     if mode == "through" and block in ("W1", "d1", "W2", "d2", "q"):
