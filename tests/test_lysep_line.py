@@ -47,9 +47,23 @@ def test_line_value_and_accepted_state_equal_direct_evaluation(pde, d, block):
         assert lysep_loss(st3, data, terms3).J_S == pytest.approx(direct, rel=1e-11)
 
 
-def test_blocks_without_a_line_model_are_the_nonlinear_and_cheap_ones():
-    assert set(LINES) == {"W2", "d1", "d2", "q", "a2"}
+def test_every_gradient_block_has_a_line_model():
+    assert set(LINES) == {"a1", "W1", "W2", "d1", "d2", "q", "a2"}
     _, _, data, params = setup("elliptic", 2)
     st = perturbed_state(data, params)
     terms = compute_terms(st, data)
-    assert line_model("a1", st, terms, data, np.zeros_like(st.a1)) is None
+    assert line_model("b1", st, terms, data, np.zeros_like(st.b1)) is None
+
+
+@pytest.mark.parametrize("block", sorted(LINES))
+def test_a_step_too_small_to_change_anything_compares_equal_to_the_baseline(block):
+    """The sufficient-decrease test sees J(t) == J(0) bit for bit when x - t g == x (no spurious
+    rejections from formulas that round differently)."""
+    _, _, data, params = setup("hyperbolic", 2)
+    st = perturbed_state(data, params, scale=0.1)
+    terms = compute_terms(st, data)
+    g = gradient(block, st, data, terms, "frozen", weights(st, data))
+    line = line_model(block, st, terms, data, g)
+    t = 1e-30 / max(float(np.max(np.abs(g))), 1e-300)
+    assert np.array_equal(getattr(st, block) - t * g, getattr(st, block))
+    assert line.value(t) == line.baseline()

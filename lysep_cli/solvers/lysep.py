@@ -130,6 +130,10 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
 class LySepIteration:
     """The state of Algorithms 1-3 between iterations: variables, cached terms, step rules."""
 
+    use_lines = True
+    """Trials through the blocks' line models (solvers/lysep_line.py); False: every trial recomputes its
+    constraint groups from the state (the direct reference the tests compare with)."""
+
     def __init__(self, params0: Params, data: LySepData, settings: dict[str, Any]):
         self.data = data
         self.s = settings
@@ -140,7 +144,6 @@ class LySepIteration:
         self.J_S = lysep_loss(self.st, data, self.terms).J_S
         self.last_cond = float("nan")
         self.accepted_steps = {b: 0 for b in GRADIENT_BLOCKS}
-        self.use_lines = True  # False: every trial recomputes its constraint groups (tests compare both)
 
     def _set(self, block: str, value: Any) -> None:
         self.st = self.st.with_(**{block: value})
@@ -156,10 +159,11 @@ class LySepIteration:
         line = line_model(block, st, terms, data, g) if self.use_lines else None
         if line is not None:
             # J_S(x - t g) from the block's line model: no constraint group is recomputed per trial.
-            J, t_accepted, _ = self.rules[block].step(J0, float(np.sum(g * g)), lambda t: (line.value(t), t))
+            _, t_accepted, _ = self.rules[block].step(line.baseline(), float(np.sum(g * g)),
+                                                      lambda t: (line.value(t), t))
             if t_accepted is not None:
                 self.st, self.terms = line.accept(t_accepted)
-                self.J_S = J
+                self.J_S = lysep_loss(self.st, data, self.terms).J_S
                 self.accepted_steps[block] += 1
             return
         x = getattr(st, block)

@@ -1,9 +1,11 @@
 """J_S along a search direction: the trials of one block's step without recomputing its constraint groups.
 
 A gradient step on block x tries J_S(x - t g) for one or more t (Armijo backtracking: two trials per
-block per sweep in steady state).  For every block but a_1 and W_1, J_S(x - t g) is a polynomial in t
-per sample, or needs only (M, N) work, once a few images of g are known:
+block per sweep in steady state).  For every block but a_1, J_S(x - t g) is a polynomial in t per sample,
+or needs only (M, N) work, once a few images of g are known (a_1 enters through sigma: its trials
+apply W_2 again, written incrementally, see A1Line):
 
+    W_1:  e_a1(t) = e_a1 - t g Z,  e_d1j(t) = e_d1j - t g(:, j),  ||W_1(:, j) - t g(:, j)||^2 quadratic.
     W_2:  e_a2, e_d2, e_q are linear in W_2:  e(t) = e - t De, De = the layer map of g (`eq:var_a` ..).
           ||W_2 - t g||^2 is quadratic.  No GEMM per trial.
     d_1:  e_d1(t) = e_d1 + t g,  e_d2(t) = e_d2 - t W_2(sigma'(a_1) g),
@@ -16,9 +18,16 @@ per sample, or needs only (M, N) work, once a few images of g are known:
     a_2:  e_a2(t) = e_a2 + t g; B(t) = K sigma(a_2 - t g) + sigma'(.) U + sigma''(.) V: (M, N) work only.
 
 Per-sample squared norms of e(t) are then polynomials with coefficients from a few inner products, and
-the weights rho follow from w2, n1, n2, nq at t (lysep_loss.weights_from).  The accepted state gets the
-updated residuals (e(t) by the same formulas) and caches.  The value equals the direct evaluation
-(lysep_loss.lysep_loss at the trial state) up to round-off; tests check both.
+the weights rho follow from w2, n1, n2, nq at t (lysep_loss.weights_from).  The value equals the
+direct evaluation (lysep_loss.lysep_loss at the trial state) up to round-off; tests check both.
+
+Round-off matters here.  Late in a run most blocks' accepted steps are far too small to change J_S
+(the hidden layers barely move), and whether such a step is accepted is decided by the last bits of
+J_S.  Two rules keep that decision the one a direct evaluation makes: the test compares a trial with
+the same formulas at t = 0 (:meth:`Line.baseline`), and a step that leaves x bit-identical gives
+exactly that value; an accepted step's residual squares and norms are recomputed from the new arrays,
+and B and r afresh (B enters the W_3 least-squares solve, whose condition number amplifies any drift),
+so that the next block starts from the values a direct evaluation of the state would give.
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ import numpy as np
 from .. import channels as ch_engine
 from ..activation import SIGMA
 from ..channels import Fit, Layer
-from .lysep_loss import LySepData, LySepState, Terms, penalty_from, weights_from
+from .lysep_loss import (LySepData, LySepState, Terms, compute_group, loss_parts, lysep_loss, penalty_from,
+                         weights_from)
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -69,6 +79,15 @@ class Line:
         self.norms: dict[str, list] = {}  # polynomial coefficients of n1, n2, nq or w2 at t
         self.w3 = float(np.sum(st.W3 * st.W3))
         self.w1 = np.sum(st.W1 * st.W1, axis=0)
+        x = getattr(st, self.block)
+        self._no_op_bound = np.finfo(float).eps * float(np.max(np.abs(x))) / max(float(np.max(np.abs(g))), 1e-300)
+
+    def unchanged(self, t: float) -> bool:
+        """x - t g == x bit for bit (a step below the rounding of every entry)."""
+        if t >= self._no_op_bound:  # necessary: |t g_i| < ulp(x_i) / 2 <= eps max|x| / 2
+            return False
+        x = getattr(self.st, self.block)
+        return bool(np.array_equal(x - t * self.g, x))
 
     # Hooks of the blocks.
     def r(self, t: float) -> np.ndarray:
@@ -79,39 +98,63 @@ class Line:
         n = {k: _poly(c, t) for k, c in self.norms.items()}
         st = self.st
         w2 = float(n["w2"]) if "w2" in n else float(np.sum(st.W2 * st.W2))
-        wt = weights_from(self.data, w2, self.w1, n.get("n1", st.n1), n.get("n2", st.n2), n.get("nq", st.nq))
+        w1 = n.get("w1", self.w1)
+        wt = weights_from(self.data, w2, w1, n.get("n1", st.n1), n.get("n2", st.n2), n.get("nq", st.nq))
         return E, n, wt
 
     def value(self, t: float) -> float:
+        if t != 0.0 and self.unchanged(t):
+            return self.baseline()  # the step changes nothing: J_S is what it was, as a direct evaluation says
         E, _, wt = self._parts(t)
         get: Callable[[str], np.ndarray] = lambda k: E[k] if k in E else self.terms.E(k)  # noqa: E731
-        r = self.r(t)
-        return float(r @ r + self.w3 * penalty_from(get, wt)) / self.data.N
+        return loss_parts(self.r(t), penalty_from(get, wt), self.w3, self.data.N).J_S
+
+    def baseline(self) -> float:
+        """J_S at t = 0 by the same formulas as :meth:`value`: the reference of the sufficient-decrease
+        test, so that a step too small to change x compares equal (as a direct evaluation would)."""
+        if not hasattr(self, "_baseline"):
+            self._baseline = self.value(0.0)
+        return self._baseline
 
     def accept(self, t: float) -> tuple[LySepState, Terms]:
-        E, n, _ = self._parts(t)
+        """The state and terms at x - t g.  Residuals follow the block's formulas; their per-sample
+        squares and the norms n1, n2, nq are recomputed from the new arrays (not from the polynomials),
+        so that every later evaluation starts from values a direct evaluation would give."""
         changes = self.residuals(t)
         st = self.st.with_(**{self.block: _axpy(getattr(self.st, self.block), -t, self.g)})
-        for k in ("n1", "n2", "nq"):
-            if k in n:
-                st.__dict__[k] = n[k]
-        cache = {k: v for k, v in self.terms._E.items() if k not in E}
-        cache.update(E)
-        terms = replace(self.terms, **changes, _E=cache)
-        self.finish(st, t)
-        return st, terms
+        cache = {k: v for k, v in self.terms._E.items() if k not in self.E}
+        if self.changes_fit:  # B and r afresh (B feeds the ill-conditioned W_3 solve: no drift there)
+            changes["r"] = compute_group("fit", st, self.data)
+        return st, replace(self.terms, **changes, _E=cache)
+
+    changes_fit = False
 
     def residuals(self, t: float) -> dict[str, np.ndarray]:
-        """The changed residuals at t (may consume the images, not g)."""
+        """The changed constraint residuals at t (may consume the images, not g)."""
         raise NotImplementedError
-
-    def finish(self, st: LySepState, t: float) -> None:
-        """Set the caches of the accepted state that the block's formulas give (B, sigma(a_2))."""
 
 
 def _quadratic(e: np.ndarray, De: np.ndarray, E0: np.ndarray, sign: float = -1.0) -> list:
     """Coefficients of ||e + sign t De||^2 per sample."""
     return [E0, 2.0 * sign * _dot(e, De), _dot(De, De)]
+
+
+class W1Line(Line):
+    block = "W1"
+
+    def __init__(self, st, terms, data, g):
+        super().__init__(st, terms, data, g)
+        self.Da1 = g @ data.Z  # e_a1(t) = e_a1 - t g Z
+        self.E["a1"] = _quadratic(terms.e_a1, self.Da1, terms.E("a1"))
+        # e_d1j(t) = e_d1j - t g(:, j) for every sample: <e_d1j[:, n], g(:, j)> and ||g(:, j)||^2.
+        gT = g.T  # (n_in, M)
+        self.E["d1"] = [terms.E("d1"), -2.0 * np.einsum("jmn,jm->jn", terms.e_d1, gT),
+                        np.broadcast_to(np.sum(gT * gT, axis=1)[:, None], terms.E("d1").shape)]
+        W1 = st.W1
+        self.norms["w1"] = [np.sum(W1 * W1, axis=0), -2.0 * np.sum(W1 * g, axis=0), np.sum(g * g, axis=0)]
+
+    def residuals(self, t):
+        return {"e_a1": _axpy(self.terms.e_a1, -t, self.Da1), "e_d1": self.terms.e_d1 - t * self.g.T[:, :, None]}
 
 
 class W2Line(Line):
@@ -160,6 +203,7 @@ class D1Line(Line):
 
 class D2Line(Line):
     block = "d2"
+    changes_fit = True
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
@@ -180,16 +224,12 @@ class D2Line(Line):
         return self.terms.r - t * self.r1 + (t * t) * self.r2
 
     def residuals(self, t):
-        return {"e_d2": self.terms.e_d2 + t * self.g, "r": self.r(t)}
-
-    def finish(self, st, t):
-        f = self.st.fit
-        st.__dict__["fit"] = Fit(f.B - t * self.B1 + (t * t) * self.B2, f.U - t * self.dU,
-                                 f.V - (2.0 * t) * self.dV1 + (t * t) * self.dV2)
+        return {"e_d2": self.terms.e_d2 + t * self.g}
 
 
 class QLine(Line):
     block = "q"
+    changes_fit = True
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
@@ -204,15 +244,12 @@ class QLine(Line):
         return self.terms.r - t * self.r1
 
     def residuals(self, t):
-        return {"e_q": self.terms.e_q + t * self.g, "r": self.r(t)}
-
-    def finish(self, st, t):
-        f = self.st.fit
-        st.__dict__["fit"] = Fit(f.B - t * self.B1, f.U - t * self.dU, f.V)
+        return {"e_q": self.terms.e_q + t * self.g}
 
 
 class A2Line(Line):
     block = "a2"
+    changes_fit = True
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
@@ -234,15 +271,63 @@ class A2Line(Line):
         return self._fit_at(t)[3]
 
     def residuals(self, t):
-        return {"e_a2": self.terms.e_a2 + t * self.g, "r": self.r(t)}
-
-    def finish(self, st, t):
-        _, sig, fit, _ = self._fit_at(t)
-        st.__dict__["sig2"], st.__dict__["fit"] = sig, fit
+        return {"e_a2": self.terms.e_a2 + t * self.g}
 
 
-LINES: dict[str, type[Line]] = {"W2": W2Line, "d1": D1Line, "d2": D2Line, "q": QLine, "a2": A2Line}
-"""Blocks with a line model; a_1 and W_1 are evaluated directly (a_1 enters through sigma; W_1 is cheap)."""
+class A1Line(Line):
+    """a_1 enters the constraints through sigma, so a trial needs the layer map again (1 + n_in + |S|
+    GEMMs); it is written incrementally, e(t) = e + W_2 (sigma^(k)(a_1 - t g) - sigma^(k)(a_1)) ...,
+    so that a step too small to change a_1 leaves every residual bit-identical."""
+
+    block = "a1"
+
+    def __init__(self, st, terms, data, g):
+        super().__init__(st, terms, data, g)
+        self._at: tuple[float, object, dict] | None = None
+
+    def _trial(self, t: float):
+        if self._at is None or self._at[0] != t:
+            st, tm, S = self.st, self.terms, self.data.S
+            a1 = st.a1 - t * self.g
+            sig = SIGMA.values(a1)
+            da1 = st.a1 - a1  # the step as rounded: zero where a_1 did not change
+            ds0, ds1, ds2 = sig.s0 - st.sig1.s0, sig.s1 - st.sig1.s1, sig.s2 - st.sig1.s2
+            e_a2 = st.W2 @ ds0
+            e_a2 += tm.e_a2
+            e_d2 = np.matmul(st.W2, ds1[None] * st.d1)
+            e_d2 += tm.e_d2
+            e_q = np.matmul(st.W2, ds2[None] * st.d1[S] * st.d1[S])
+            e_q += tm.e_q
+            res = {"e_a1": tm.e_a1 + da1, "e_a2": e_a2, "e_d2": e_d2, "e_q": e_q}
+            self._at = (t, sig, a1, res)
+        return self._at
+
+    def baseline(self) -> float:
+        return lysep_loss(self.st, self.data, self.terms).J_S
+
+    def value(self, t: float) -> float:
+        _, _, _, res = self._trial(t)
+        terms = replace(self.terms, **res, _E={k: v for k, v in self.terms._E.items() if k == "d1"})
+        return loss_parts(self.terms.r, penalty_from(terms.E, self.wt0), self.w3, self.data.N).J_S
+
+    @property
+    def wt0(self):
+        if not hasattr(self, "_wt0"):
+            st = self.st
+            self._wt0 = weights_from(self.data, float(np.sum(st.W2 * st.W2)), self.w1, st.n1, st.n2, st.nq)
+        return self._wt0
+
+    def accept(self, t: float) -> tuple[LySepState, Terms]:
+        _, sig, a1, res = self._trial(t)
+        st = self.st.with_(a1=a1)
+        st.__dict__["sig1"] = sig
+        cache = {k: v for k, v in self.terms._E.items() if k == "d1"}
+        return st, replace(self.terms, **res, _E=cache)
+
+
+LINES: dict[str, type[Line]] = {"a1": A1Line, "W1": W1Line, "W2": W2Line, "d1": D1Line, "d2": D2Line, "q": QLine,
+                                 "a2": A2Line}
+"""The line model of every gradient block (a_1's is incremental rather than polynomial)."""
 
 
 def line_model(block: str, st: LySepState, terms: Terms, data: LySepData, g: np.ndarray) -> Line | None:

@@ -306,9 +306,13 @@ def lysep_loss(st: LySepState, data: LySepData, terms: Terms | None = None) -> L
     """J_S and its parts.  With exact auxiliary variables J_S = J (Theorem 2.2)."""
     terms = compute_terms(st, data) if terms is None else terms
     P = penalty(terms, weights(st, data))
-    w3 = float(np.sum(st.W3 * st.W3))
-    N = data.N
-    fit = float(terms.r @ terms.r) / N
+    return loss_parts(terms.r, P, float(np.sum(st.W3 * st.W3)), data.N)
+
+
+def loss_parts(r: np.ndarray, P: float, w3: float, N: int) -> LossParts:
+    """J_S = (1/N) ||r||^2 + (1/N) ||W_3||^2 P, the one formula every evaluation uses (so that equal
+    inputs give bit-equal J_S, whichever path computed them)."""
+    fit = float(r @ r) / N
     pen = w3 * P / N
     return LossParts(fit + pen, fit, pen, P)
 

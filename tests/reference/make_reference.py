@@ -1,8 +1,8 @@
-"""Write tests/reference/solvers.npz: a few iterations of every solver on tiny problems.
+"""Write tests/reference/solvers.npz: 1 and 4 iterations of every solver on tiny problems.
 
 Run once with the implementation the fixture should pin (it was made with the pre-engine kernels,
 commit 4ea83a6):  python tests/reference/make_reference.py
-tests/test_reference.py reruns the same cases with today's code and compares to 1e-12 relative.
+tests/test_reference.py reruns the same cases with today's code and compares (docs/engine.md).
 """
 
 from __future__ import annotations
@@ -32,28 +32,29 @@ SETTINGS = {
     "pinn-lbfgs": {"maxcor": 5, "maxfun_per_iteration": 4},
     "pinn-lm": {"max_iterations": 3},
 }
-ITERATIONS = 4
+ITERATIONS = (1, 4)
 N_TRAIN, M = 40, 7
 
 
 def cases():
-    """(name, solver, settings, problem key, L) for every fixture entry."""
+    """(name, solver, settings, problem key, L, iterations) for every fixture entry."""
     for pkey in PROBLEMS:
         for label, settings in SETTINGS.items():
             solver = label.split("-")[0] if label.startswith("lysep") else label
             depths = (3,) if solver == "lysep" else (2, 3, 4)
             for L in depths:
-                yield f"{pkey}/{label}/L{L}", solver, settings, pkey, L
+                for n in ITERATIONS:
+                    yield f"{pkey}/{label}/L{L}/it{n}", solver, settings, pkey, L, n
 
 
-def run_case(solver: str, settings: dict, pkey: str, L: int):
+def run_case(solver: str, settings: dict, pkey: str, L: int, iterations: int):
     pde, d, solution = PROBLEMS[pkey]
     problem = make_problem(pde, d, solution)
     Z, _ = train_test_points(N_TRAIN, 4, d, problem.time_dependent)
     data = TrainingData.build(problem, Z)
     params0 = init_params(problem.n_in, L, M, seed=3)
     with np.errstate(all="ignore"):
-        return get_solver(solver)(problem, data, params0, dict(settings), ITERATIONS)
+        return get_solver(solver)(problem, data, params0, dict(settings), iterations)
 
 
 def flatten_result(name: str, result) -> dict[str, np.ndarray]:
@@ -66,9 +67,12 @@ def flatten_result(name: str, result) -> dict[str, np.ndarray]:
 
 
 def main() -> None:
+    import lysep_cli
+
+    print(f"lysep_cli from {lysep_cli.__file__}")
     arrays: dict[str, np.ndarray] = {}
-    for name, solver, settings, pkey, L in cases():
-        arrays.update(flatten_result(name, run_case(solver, settings, pkey, L)))
+    for name, solver, settings, pkey, L, n in cases():
+        arrays.update(flatten_result(name, run_case(solver, settings, pkey, L, n)))
     np.savez_compressed(OUT, **arrays)
     print(f"wrote {OUT} ({len(arrays)} arrays)")
 
