@@ -10,7 +10,7 @@ from lysep_cli.network import init_params, pinn_loss
 from lysep_cli.problems import make_problem
 from lysep_cli.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
-from lysep_cli.solvers.lysep import bound_factor, check_settings, solve, theorem_constant
+from lysep_cli.solvers.lysep import bound_factor, check_settings, paper_constant, solve, theorem_constant
 from lysep_cli.solvers.lysep_loss import (LySepData, LySepState, compute_terms, gradient, lysep_loss, penalty,
                                           weights)
 from lysep_cli.solvers.lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
@@ -42,7 +42,7 @@ def setup(pde: str, d: int, N: int = 30, M: int = 6, seed: int = 0):
 def perturbed_state(data, params, scale=0.05, seed=1) -> LySepState:
     rng = np.random.default_rng(seed)
     st = LySepState.from_params(params, data)
-    for name in ("a1", "a2", "d1", "d2", "q"):
+    for name in ("a1", "a2", "d1", "d2", "q2"):
         v = getattr(st, name)
         st = st.with_(**{name: v + scale * rng.standard_normal(v.shape)})
     return st
@@ -66,7 +66,7 @@ def literal_elliptic_J_S(st: LySepState, data: LySepData) -> float:
     sup = lambda A: np.max(np.abs(A))  # noqa: E731
     Kinf, Khinf = sup(K), sup(Kh)
     W1, W2, W3 = st.W1, st.W2, st.W3
-    a1, a2, d1, d2, q = st.a1, st.a2, st.d1, st.d2, st.q
+    a1, a2, d1, d2, q = st.a1, st.a2, st.d1, st.d2, st.q2
     fit = K * (W3 @ sigma(a2) + st.b3)[0]
     for i in range(dd):
         fit = fit + Ki[i] * (W3 @ (sigma1(a2) * d2[i]))[0]
@@ -117,8 +117,8 @@ def test_parabolic_time_channel_penalties_match_the_paper():
     wt = weights(st, data)
     w3, w2 = np.sum(st.W3**2), np.sum(st.W2**2)
     K0 = data.kj[0]
-    assert np.allclose(w3 * wt.rho_d1[0], K0 * w3 * w2)
-    assert np.allclose(w3 * wt.rho_d2[0], K0 * w3)
+    assert np.allclose(w3 * wt.rho_d[1][0], K0 * w3 * w2)
+    assert np.allclose(w3 * wt.rho_d[2][0], K0 * w3)
     assert data.hj[0] == 0.0 and list(data.S) == [1, 2]
 
 
@@ -129,7 +129,7 @@ def test_gradients_match_central_differences(pde, d, mode):
     st = perturbed_state(data, params)
     rng = np.random.default_rng(3)
     wt0 = weights(st, data)
-    for block in ("W1", "a1", "d1", "W2", "a2", "d2", "q"):
+    for block in ("W1", "a1", "d1", "W2", "a2", "d2", "q2"):
         terms = compute_terms(st, data)
         g = gradient(block, st, data, terms, mode, weights(st, data))
         x = getattr(st, block)
@@ -160,7 +160,7 @@ def test_closed_form_updates_minimise_J_S_in_their_block(pde, d):
     for name, solver, e_name in (("b1", solve_b1, "e_a1"), ("b2", solve_b2, "e_a2")):
         s2 = st.with_(**{name: solver(st, data, wt)})
         e = getattr(compute_terms(s2, data), e_name)
-        rho = wt.rho_a1 if name == "b1" else wt.rho_a2
+        rho = wt.rho_a[int(name[1])]
         assert np.abs(e @ rho).max() < 1e-9 * np.abs(e).max() * rho.sum()
     # W3: exact minimiser of J_S over W3 (ridge with lambda = P): perturbing it raises J_S.
     sol = solve_W3(st, data, compute_terms(st, data), wt)
@@ -180,8 +180,10 @@ def test_closed_form_updates_minimise_J_S_in_their_block(pde, d):
 
 
 def test_theorem_constant_is_14_for_sin_and_factors():
-    assert theorem_constant() == 14.0
-    assert theorem_constant(C_s=2.0) == 32.0  # 2 C_sigma^4 dominates; C_1 = 2, C_2 = 1
+    assert theorem_constant() == 14.0 == paper_constant()
+    assert paper_constant(C_s=2.0) == 32.0  # 2 C_sigma^4 dominates; C_1 = 2, C_2 = 1 (the paper's C_2)
+    # With the C_sigma of dP_2's R_2 term (which the paper's C_2 omits): 14 * 2^2.
+    assert theorem_constant(3, C_s=2.0) == 56.0
     assert bound_factor("elliptic", 2) == 6 and bound_factor("parabolic", 5) == 13
     assert bound_factor("hyperbolic", 5) == 14
 
@@ -235,6 +237,6 @@ def test_settings_are_validated():
         check_settings({"learning_rate": 1})
     with pytest.raises(ValueError, match="weights"):
         check_settings({"weights": "sometimes"})
-    with pytest.raises(ValueError, match="L = 3"):
+    with pytest.raises(ValueError, match="L >= 2"):
         P, td, _, _ = setup("elliptic", 2)
-        solve(P, td, init_params(2, 4, 5, 0), {}, iterations=1)
+        solve(P, td, init_params(2, 1, 5, 0), {}, iterations=1)

@@ -1,12 +1,12 @@
-"""LySep: Algorithms 1-3 of the paper (one code path for elliptic, parabolic, hyperbolic PDEs).
+"""LySep: Algorithms 1-3 of the paper for any depth L >= 2 (one code path for elliptic, parabolic,
+hyperbolic PDEs; L = 3 is the paper's case).
 
-Each iteration updates, in the paper's order,
+Each iteration updates, in the paper's order, layer by layer l = 1..L-1
 
-    W_1 (gradient), b_1 (`eq:GD_b1`), a_1, d_1j (gradient), W_2 (gradient), b_2 (`eq:GD_b2`),
-    a_2, d_2j, q_j (gradient), W_3 (`eq:GD_W3`), b_3 (`eq:GD_b3`)
+    W_l (gradient), b_l (`eq:GD_b1`, `eq:GD_b2`), a_l, d_lj, q_lj (l >= 2) (gradient),
 
-and then checks the consistency bound of Theorems 2.1 / 3.1 / 3.3, J <= factor * C * J_S, with
-the PINN loss J of the current W_l, b_l.  The gradient steps use one step rule per block
+then W_L (`eq:GD_W3`) and b_L (`eq:GD_b3`), and checks the consistency bound of Theorems 2.1 / 3.1 / 3.3
+for depth L (docs/lysep-depth.md), J <= factor * C_L * J_S, with the PINN loss J of the current W_l, b_l.  The gradient steps use one step rule per block
 (see docs/lysep.md: a single fixed tau stalls or collapses W_3, NOTES.md "Step sizes").
 """
 
@@ -18,17 +18,27 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..activation import SIGMA
 from ..network import Params, pinn_loss
 from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData
-from .lysep_loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient, lysep_loss,
-                         update_terms, weights)
+from .lysep_loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient, gradient_blocks,
+                         lysep_loss, update_terms, weights)
 from .lysep_line import line_model
-from .lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
+from .lysep_updates import solve_b, solve_b3, solve_W3
+from .lysep_weights import paper_constant, theorem_constant  # noqa: F401  (re-exported)
 
-GRADIENT_BLOCKS = ("W1", "a1", "d1", "W2", "a2", "d2", "q")
-# Algorithm 1's order; "b1", "b2", "W3", "b3" are the closed-form solves.
-ORDER = ("W1", "b1", "a1", "d1", "W2", "b2", "a2", "d2", "q", "W3", "b3")
+
+def block_order(L: int) -> tuple[str, ...]:
+    """Algorithm 1's order at depth L; "b1".."b{L-1}", "W{L}", "b{L}" are the closed-form solves."""
+    out: list[str] = []
+    for l in range(1, L):
+        out += [f"W{l}", f"b{l}", f"a{l}", f"d{l}"] + ([f"q{l}"] if l >= 2 else [])
+    return tuple(out + [f"W{L}", f"b{L}"])
+
+
+GRADIENT_BLOCKS = gradient_blocks(3)
+ORDER = block_order(3)
 
 DEFAULTS: dict[str, Any] = {
     "step_rule": "backtracking",  # "backtracking" (per block) | "fixed" (the paper's single tau)
@@ -47,19 +57,9 @@ DEFAULTS: dict[str, Any] = {
 # Theorem 2.1's constant and the bound factors.
 
 
-def theorem_constant(C_s: float = 1.0, C_s1: float = 1.0, C_s2: float = 1.0, B_s1: float = 1.0,
-                     B_s2: float = 1.0) -> float:
-    """C = max{1, 2 C_sigma^2, 2 C_sigma^4, 5 C_1^2, 14 C_2^2} of Theorem 2.1 (14 for sigma = sin).
-
-    C_s, C_s1, C_s2: Lipschitz constants of sigma, sigma', sigma''; B_s1, B_s2: bounds of sigma', sigma''.
-    """
-    C1 = max(B_s1 * max(1.0, B_s1), C_s1 * max(1.0, B_s1, C_s))
-    C2 = max(B_s2 * max(1.0, B_s1, C_s1, B_s1**2, B_s1 * C_s1), max(1.0, C_s1) * max(C_s1, B_s1 * C_s2))
-    return max(1.0, 2 * C_s**2, 2 * C_s**4, 5 * C1**2, 14 * C2**2)
-
-
 def bound_factor(pde: str, d: int) -> float:
-    """2(d+1) (Thm 2.1), 2d+3 (Thm 3.1), 2(d+2) (Thm 3.3), without C."""
+    """2(d+1) (Thm 2.1), 2d+3 (Thm 3.1), 2(d+2) (Thm 3.3), without C: the number of output terms
+    (fit, K, the K_i, the K-hat_i), the same at every depth L (docs/lysep-depth.md)."""
     return {"elliptic": 2.0 * (d + 1), "parabolic": 2.0 * d + 3.0, "hyperbolic": 2.0 * (d + 2)}[pde]
 
 
@@ -100,12 +100,13 @@ class Backtracking:
         return J0, None, 0.0
 
 
-def make_rules(settings: dict[str, Any]) -> dict[str, FixedStep | Backtracking]:
+def make_rules(settings: dict[str, Any], blocks: tuple[str, ...] = GRADIENT_BLOCKS
+               ) -> dict[str, FixedStep | Backtracking]:
     if settings["step_rule"] == "fixed":
-        return {b: FixedStep(float(settings["tau"])) for b in GRADIENT_BLOCKS}
+        return {b: FixedStep(float(settings["tau"])) for b in blocks}
     if settings["step_rule"] == "backtracking":
         return {b: Backtracking(float(settings["tau"]), float(settings["grow"]), float(settings["shrink"]),
-                                float(settings["armijo"]), int(settings["max_tries"])) for b in GRADIENT_BLOCKS}
+                                float(settings["armijo"]), int(settings["max_tries"])) for b in blocks}
     raise ValueError(f"lysep: unknown step_rule {settings['step_rule']!r} (backtracking | fixed)")
 
 
@@ -131,19 +132,22 @@ class LySepIteration:
     """The state of Algorithms 1-3 between iterations: variables, cached terms, step rules."""
 
     use_lines = True
-    """Trials through the blocks' line models (solvers/lysep_line.py); False: every trial recomputes its
-    constraint groups from the state (the direct reference the tests compare with)."""
+    """Trials through the blocks' line models (solvers/lysep_line.py, L = 3 only); False, or L != 3: every
+    trial recomputes its constraint groups from the state (the direct reference the tests compare with)."""
 
     def __init__(self, params0: Params, data: LySepData, settings: dict[str, Any]):
         self.data = data
         self.s = settings
         self.mode: WeightMode = settings["weights"]
-        self.rules = make_rules(settings)
+        self.L = len(params0)
+        self.blocks = gradient_blocks(self.L)
+        self.order = block_order(self.L)
+        self.rules = make_rules(settings, self.blocks)
         self.st = LySepState.from_params(params0, data)
         self.terms: Terms = compute_terms(self.st, data)
         self.J_S = lysep_loss(self.st, data, self.terms).J_S
         self.last_cond = float("nan")
-        self.accepted_steps = {b: 0 for b in GRADIENT_BLOCKS}
+        self.accepted_steps = {b: 0 for b in self.blocks}
 
     def _set(self, block: str, value: Any) -> None:
         self.st = self.st.with_(**{block: value})
@@ -156,7 +160,7 @@ class LySepIteration:
         wt = weights(st, data)
         g = gradient(block, st, data, terms, self.mode, wt)
         J0 = self.J_S
-        line = line_model(block, st, terms, data, g) if self.use_lines else None
+        line = line_model(block, st, terms, data, g) if self.use_lines and self.L == 3 else None
         if line is not None:
             # J_S(x - t g) from the block's line model: no constraint group is recomputed per trial.
             _, t_accepted, _ = self.rules[block].step(line.baseline(), float(np.sum(g * g)),
@@ -181,24 +185,23 @@ class LySepIteration:
 
     def sweep(self, with_cond: bool = False) -> None:
         """One iteration k of Algorithm 1 (2, 3); ``with_cond`` also measures the W_3 system's condition."""
-        data = self.data
-        for block in ORDER:
-            if block in GRADIENT_BLOCKS:
+        data, L = self.data, self.L
+        for block in self.order:
+            if block in self.blocks:
                 self._gradient_step(block)
-            elif block == "b1":
-                self._set("b1", solve_b1(self.st, data, weights(self.st, data)))
-            elif block == "b2":
-                self._set("b2", solve_b2(self.st, data, weights(self.st, data)))
-            elif block == "W3":
+            elif block == f"W{L}":
                 sol = solve_W3(self.st, data, self.terms, weights(self.st, data),
                                joint=self.s["w3_b3"] == "joint", rcond=self.s["rcond"], with_cond=with_cond)
                 self.last_cond = sol.cond
-                self._set("W3", sol.W3)
+                self._set(block, sol.W3)
                 if sol.b3 is not None:
-                    self._set("b3", sol.b3)
-            elif block == "b3" and self.s["w3_b3"] == "separate":
-                self._set("b3", solve_b3(self.st, data))
-            if block not in GRADIENT_BLOCKS:
+                    self._set(f"b{L}", sol.b3)
+            elif block == f"b{L}":
+                if self.s["w3_b3"] == "separate":
+                    self._set(block, solve_b3(self.st, data))
+            else:  # b_l, l < L
+                self._set(block, solve_b(int(block[1:]), self.st, data, weights(self.st, data)))
+            if block not in self.blocks:
                 self.J_S = lysep_loss(self.st, data, self.terms).J_S
 
 
@@ -216,7 +219,8 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
     """
     s = check_settings(settings)
     ld = LySepData.build(data.Z, data.coef, data.Y)
-    C = theorem_constant()
+    L = len(params0)
+    C = theorem_constant(L, *SIGMA.constants, second=bool(ld.S.size))
     factor = bound_factor(problem.pde, problem.d) * C
     it = LySepIteration(params0, ld, s)
     J0 = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
@@ -245,18 +249,21 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
         if progress is not None:
             progress(k, J)
     seconds = time.perf_counter() - t0
-    st, (W1, b1), (W2, b2) = it.st, params0[0], params0[1]
+    st = it.st
+    moves = {}
+    for l, (W, b) in enumerate(params0[:-1], start=1):  # hidden-layer movement per layer
+        moves[f"move_W{l}"] = _relative_move(st.v[f"W{l}"], W)
+        moves[f"move_b{l}"] = _relative_move(st.v[f"b{l}"], b)
     extra = {
         "bound": {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
                   "violations": violations, "checked": len(hist_J) - 1, "first_violation": first_violation,
                   "max_ratio_J_over_J_S": worst_ratio},
         "diagnostics": {
             "J_after_first_W3_solve": J_first_solve,
-            "W3_norm": float(np.linalg.norm(st.W3)),
+            "W3_norm": float(np.linalg.norm(st.v[f"W{L}"])),  # the output layer W_L (named for L = 3)
             "W3_system_cond_first": cond_first,
             "W3_system_cond_last": it.last_cond,
-            "move_W1": _relative_move(st.W1, W1), "move_b1": _relative_move(st.b1, b1),
-            "move_W2": _relative_move(st.W2, W2), "move_b2": _relative_move(st.b2, b2),
+            **moves,
             "accepted_steps": it.accepted_steps,
             "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
             "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),

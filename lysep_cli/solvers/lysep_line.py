@@ -1,5 +1,7 @@
 """J_S along a search direction: the trials of one block's step without recomputing its constraint groups.
 
+L = 3 only (the paper's depth and the fast path); other depths evaluate trials directly (lysep.LySepIteration).
+
 A gradient step on block x tries J_S(x - t g) for one or more t (Armijo backtracking: two trials per
 block per sweep in steady state).  For every block but a_1, J_S(x - t g) is a polynomial in t per sample,
 or needs only (M, N) work, once a few images of g are known (a_1 enters through sigma: its trials
@@ -32,7 +34,6 @@ so that the next block starts from the values a direct evaluation of the state w
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
@@ -40,8 +41,8 @@ import numpy as np
 from .. import channels as ch_engine
 from ..activation import SIGMA
 from ..channels import Fit, Layer
-from .lysep_loss import (LySepData, LySepState, Terms, compute_group, loss_parts, lysep_loss, penalty_from,
-                         weights_from)
+from .lysep_loss import LySepData, LySepState, Terms, compute_group, loss_parts, lysep_loss
+from .lysep_weights import Norms, penalty_from, weights_from
 
 
 def _dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -99,7 +100,8 @@ class Line:
         st = self.st
         w2 = float(n["w2"]) if "w2" in n else float(np.sum(st.W2 * st.W2))
         w1 = n.get("w1", self.w1)
-        wt = weights_from(self.data, w2, w1, n.get("n1", st.n1), n.get("n2", st.n2), n.get("nq", st.nq))
+        wt = weights_from(self.data, Norms(3, {2: w2}, w1, {1: n.get("n1", st.nd(1)), 2: n.get("n2", st.nd(2))},
+                                           {2: n.get("nq", st.nq(2))}))
         return E, n, wt
 
     def value(self, t: float) -> float:
@@ -125,7 +127,7 @@ class Line:
         cache = {k: v for k, v in self.terms._E.items() if k not in self.E}
         if self.changes_fit:  # B and r afresh (B feeds the ill-conditioned W_3 solve: no drift there)
             changes["r"] = compute_group("fit", st, self.data)
-        return st, replace(self.terms, **changes, _E=cache)
+        return st, self.terms.replace(_E=cache, **changes)
 
     changes_fit = False
 
@@ -162,9 +164,9 @@ class W2Line(Line):
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
-        L1, plan = st.layer1, data.plan
+        L1, plan = st.layer(1), data.plan
         self.D = {"a2": ch_engine.propagate_a(g, np.zeros(g.shape[0]), L1),
-                  "d2": ch_engine.propagate_d(g, L1, plan), "q": ch_engine.propagate_Q(g, L1, plan)}
+                  "d2": ch_engine.propagate_d(g, L1, plan), "q2": ch_engine.propagate_Q(g, L1, plan)}
         for k, D in self.D.items():
             self.E[k] = _quadratic(getattr(terms, "e_" + k), D, terms.E(k))
         W2 = st.W2
@@ -179,7 +181,7 @@ class D1Line(Line):
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
-        s, S, W2 = st.sig1, data.S, st.W2
+        s, S, W2 = st.sig(1), data.S, st.W2
         self.Dd2 = ch_engine.propagate_d(W2, Layer(st.a1, s, g, None), data.plan)  # W_2 (sigma'(a_1) g_j)
         h = s.s2[None] * g[S]  # sigma''(a_1) g_j, j in S
         self.B = np.matmul(W2, h * g[S])
@@ -189,16 +191,16 @@ class D1Line(Line):
         gg = _dot(g, g)
         self.E["d1"] = [terms.E("d1"), 2.0 * _dot(terms.e_d1, g), gg]
         self.E["d2"] = _quadratic(terms.e_d2, self.Dd2, terms.E("d2"))
-        e, A, B = terms.e_q, self.A, self.B
+        e, A, B = terms.e_q2, self.A, self.B
         eB, AA = _dot(e, B), _dot(A, A)
-        self.E["q"] = [terms.E("q"), -4.0 * _dot(e, A), 4.0 * AA + 2.0 * eB, -4.0 * _dot(A, B), _dot(B, B)]
-        self.norms["n1"] = [st.n1, -2.0 * _dot(st.d1, g), gg]
+        self.E["q2"] = [terms.E("q2"), -4.0 * _dot(e, A), 4.0 * AA + 2.0 * eB, -4.0 * _dot(A, B), _dot(B, B)]
+        self.norms["n1"] = [st.nd(1), -2.0 * _dot(st.d1, g), gg]
 
     def residuals(self, t):
         tm = self.terms
-        e_q = _axpy(tm.e_q, -2.0 * t, self.A)
+        e_q = _axpy(tm.e_q2, -2.0 * t, self.A)
         e_q += _axpy(0.0, t * t, self.B)
-        return {"e_d1": tm.e_d1 + t * self.g, "e_d2": _axpy(tm.e_d2, -t, self.Dd2), "e_q": e_q}
+        return {"e_d1": tm.e_d1 + t * self.g, "e_d2": _axpy(tm.e_d2, -t, self.Dd2), "e_q2": e_q}
 
 
 class D2Line(Line):
@@ -207,7 +209,7 @@ class D2Line(Line):
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
-        plan, S, s = data.plan, data.S, st.sig2
+        plan, S, s = data.plan, data.S, st.sig(2)
         dU = np.einsum("jn,jmn->mn", plan.K1, g)
         dV1 = np.einsum("jn,jmn->mn", plan.K2, st.d2[S] * g[S])
         dV2 = np.einsum("jn,jmn->mn", plan.K2, g[S] * g[S])
@@ -218,7 +220,7 @@ class D2Line(Line):
         self.r1, self.r2 = w3 @ self.B1, w3 @ self.B2
         gg = _dot(g, g)
         self.E["d2"] = [terms.E("d2"), 2.0 * _dot(terms.e_d2, g), gg]
-        self.norms["n2"] = [st.n2, -2.0 * _dot(st.d2, g), gg]
+        self.norms["n2"] = [st.nd(2), -2.0 * _dot(st.d2, g), gg]
 
     def r(self, t):
         return self.terms.r - t * self.r1 + (t * t) * self.r2
@@ -228,23 +230,23 @@ class D2Line(Line):
 
 
 class QLine(Line):
-    block = "q"
+    block = "q2"
     changes_fit = True
 
     def __init__(self, st, terms, data, g):
         super().__init__(st, terms, data, g)
         self.dU = np.einsum("jn,jmn->mn", data.plan.K2, g)
-        self.B1 = st.sig2.s1 * self.dU
+        self.B1 = st.sig(2).s1 * self.dU
         self.r1 = st.W3[0] @ self.B1
         gg = _dot(g, g)
-        self.E["q"] = [terms.E("q"), 2.0 * _dot(terms.e_q, g), gg]
-        self.norms["nq"] = [st.nq, -2.0 * _dot(st.q, g), gg]
+        self.E["q2"] = [terms.E("q2"), 2.0 * _dot(terms.e_q2, g), gg]
+        self.norms["nq"] = [st.nq(2), -2.0 * _dot(st.q2, g), gg]
 
     def r(self, t):
         return self.terms.r - t * self.r1
 
     def residuals(self, t):
-        return {"e_q": self.terms.e_q + t * self.g}
+        return {"e_q2": self.terms.e_q2 + t * self.g}
 
 
 class A2Line(Line):
@@ -291,14 +293,15 @@ class A1Line(Line):
             a1 = st.a1 - t * self.g
             sig = SIGMA.values(a1)
             da1 = st.a1 - a1  # the step as rounded: zero where a_1 did not change
-            ds0, ds1, ds2 = sig.s0 - st.sig1.s0, sig.s1 - st.sig1.s1, sig.s2 - st.sig1.s2
+            s1 = st.sig(1)
+            ds0, ds1, ds2 = sig.s0 - s1.s0, sig.s1 - s1.s1, sig.s2 - s1.s2
             e_a2 = st.W2 @ ds0
             e_a2 += tm.e_a2
             e_d2 = np.matmul(st.W2, ds1[None] * st.d1)
             e_d2 += tm.e_d2
             e_q = np.matmul(st.W2, ds2[None] * st.d1[S] * st.d1[S])
-            e_q += tm.e_q
-            res = {"e_a1": tm.e_a1 + da1, "e_a2": e_a2, "e_d2": e_d2, "e_q": e_q}
+            e_q += tm.e_q2
+            res = {"e_a1": tm.e_a1 + da1, "e_a2": e_a2, "e_d2": e_d2, "e_q2": e_q}
             self._at = (t, sig, a1, res)
         return self._at
 
@@ -307,30 +310,30 @@ class A1Line(Line):
 
     def value(self, t: float) -> float:
         _, _, _, res = self._trial(t)
-        terms = replace(self.terms, **res, _E={k: v for k, v in self.terms._E.items() if k == "d1"})
+        terms = self.terms.replace(_E={k: v for k, v in self.terms._E.items() if k == "d1"}, **res)
         return loss_parts(self.terms.r, penalty_from(terms.E, self.wt0), self.w3, self.data.N).J_S
 
     @property
     def wt0(self):
         if not hasattr(self, "_wt0"):
             st = self.st
-            self._wt0 = weights_from(self.data, float(np.sum(st.W2 * st.W2)), self.w1, st.n1, st.n2, st.nq)
+            self._wt0 = weights_from(self.data, st.norms())
         return self._wt0
 
     def accept(self, t: float) -> tuple[LySepState, Terms]:
         _, sig, a1, res = self._trial(t)
         st = self.st.with_(a1=a1)
-        st.__dict__["sig1"] = sig
+        st._cache[("sig", 1)] = sig
         cache = {k: v for k, v in self.terms._E.items() if k == "d1"}
-        return st, replace(self.terms, **res, _E=cache)
+        return st, self.terms.replace(_E=cache, **res)
 
 
-LINES: dict[str, type[Line]] = {"a1": A1Line, "W1": W1Line, "W2": W2Line, "d1": D1Line, "d2": D2Line, "q": QLine,
+LINES: dict[str, type[Line]] = {"a1": A1Line, "W1": W1Line, "W2": W2Line, "d1": D1Line, "d2": D2Line, "q2": QLine,
                                  "a2": A2Line}
 """The line model of every gradient block (a_1's is incremental rather than polynomial)."""
 
 
 def line_model(block: str, st: LySepState, terms: Terms, data: LySepData, g: np.ndarray) -> Line | None:
     """The line model of ``block`` at the state, or None where trials recompute the groups directly."""
-    cls = LINES.get(block)
+    cls = LINES.get(block) if st.L == 3 else None
     return None if cls is None else cls(st, terms, data, g)

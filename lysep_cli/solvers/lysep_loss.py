@@ -40,8 +40,7 @@ Shapes: a_l (M, N); d_lj stacked as (n_in, M, N); q as (|S|, M, N).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -51,6 +50,7 @@ from ..activation import SIGMA, SigmaValues
 from ..channels import ChannelPlan, Fit, Layer
 from ..network import Params, forward
 from ..problems import OperatorCoefficients
+from .lysep_weights import Norms, Weights, penalty_from, weight_partials, weights_from
 
 WeightMode = Literal["frozen", "through"]
 
@@ -88,217 +88,226 @@ class LySepData:
         return self.Z.shape[1]
 
 
-@dataclass
-class LySepState:
-    """All variables of the LySep model (L = 3)."""
+def variable_names(L: int) -> list[str]:
+    """Every variable of the depth-L model: W_l, b_l (l = 1..L), a_l, d_l (l = 1..L-1), q_l (l = 2..L-1)."""
+    names = [f"{x}{l}" for l in range(1, L + 1) for x in ("W", "b")]
+    names += [f"{x}{l}" for l in range(1, L) for x in ("a", "d")]
+    return names + [f"q{l}" for l in range(2, L)]
 
-    W1: np.ndarray  # (M, n_in)
-    b1: np.ndarray  # (M,)
-    W2: np.ndarray  # (M, M)
-    b2: np.ndarray  # (M,)
-    W3: np.ndarray  # (1, M)
-    b3: float
-    a1: np.ndarray  # (M, N)
-    a2: np.ndarray  # (M, N)
-    d1: np.ndarray  # (n_in, M, N)
-    d2: np.ndarray  # (n_in, M, N)
-    q: np.ndarray  # (|S|, M, N)
-    _plan: ChannelPlan = field(repr=False, compare=False)
+
+def _sources(key: tuple, L: int) -> tuple[str, ...]:
+    """The variables a cached value depends on."""
+    kind, l = key
+    if kind == "fit":
+        return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
+    return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
+
+
+class LySepState:
+    """All variables of the depth-L LySep model, by name (``st.W1``, ``st.a2``, ``st.q2``, ``st.b3``):
+
+    W1 (M, n_in), W_l (M, M), W_L (1, M); b_l (M,), b_L float; a_l (M, N); d_l (n_in, M, N) the d_li
+    stacked; q_l (|S|, M, N) for l = 2..L-1 (q_1i = 0).  sigma^(k)(a_l), the per-sample norms and B are
+    cached once per value of the variables they depend on.
+    """
+
+    def __init__(self, L: int, v: dict, plan: ChannelPlan, cache: dict | None = None):
+        if L < 2:
+            raise ValueError(f"LySep needs L >= 2 (one hidden layer at least); got L = {L}")
+        self.L, self.v, self._plan = L, v, plan
+        self._cache: dict = {} if cache is None else cache
+
+    def __getattr__(self, name: str):
+        v = self.__dict__.get("v")
+        if v is not None and name in v:
+            return v[name]
+        raise AttributeError(name)
 
     @classmethod
     def from_params(cls, params: Params, data: LySepData) -> "LySepState":
         """Auxiliary variables at their exact forward values (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
-        if len(params) != 3:
-            raise ValueError(f"LySep is formulated for L = 3 (the paper's Algorithms 1-3); got L = {len(params)}")
+        L = len(params)
+        if L < 2:
+            raise ValueError(f"LySep needs L >= 2; got L = {L}")
         ch = forward(params, data.Z)
-        (W1, b1), (W2, b2), (W3, b3) = params
-        return cls(W1.copy(), b1.copy(), W2.copy(), b2.copy(), W3.copy(), float(b3[0]), ch.a[0].copy(),
-                   ch.a[1].copy(), np.ascontiguousarray(ch.d[0]), ch.d[1].copy(), ch.q[1][data.S].copy(),
-                   data.plan)
+        v: dict = {}
+        for l, (W, b) in enumerate(params, start=1):
+            v[f"W{l}"], v[f"b{l}"] = W.copy(), b.copy()
+        v[f"b{L}"] = float(params[-1][1][0])
+        for l in range(1, L):
+            v[f"a{l}"] = ch.a[l - 1].copy()
+            v[f"d{l}"] = np.ascontiguousarray(ch.d[l - 1]) if l == 1 else ch.d[l - 1].copy()
+            if l >= 2:
+                v[f"q{l}"] = ch.q[l - 1][data.S].copy()
+        return cls(L, v, data.plan)
 
     def params(self) -> Params:
-        return [(self.W1.copy(), self.b1.copy()), (self.W2.copy(), self.b2.copy()),
-                (self.W3.copy(), np.array([self.b3]))]
+        L = self.L
+        out = [(self.v[f"W{l}"].copy(), self.v[f"b{l}"].copy()) for l in range(1, L)]
+        return out + [(self.v[f"W{L}"].copy(), np.array([self.v[f"b{L}"]]))]
 
     def with_(self, **changes: np.ndarray) -> "LySepState":
-        """A new state with some variables replaced; cached sigma(a_l) values of unchanged a_l are kept."""
-        new = replace(self, **changes)
-        for name, sources in _CACHED.items():
-            if name in self.__dict__ and not any(v in changes for v in sources):
-                new.__dict__[name] = self.__dict__[name]
-        return new
+        """A new state with some variables replaced; cached values of unchanged variables are kept."""
+        unknown = set(changes) - set(self.v)
+        if unknown:
+            raise KeyError(f"unknown variable(s) {sorted(unknown)}")
+        cache = {k: c for k, c in self._cache.items() if not any(s in changes for s in _sources(k, self.L))}
+        return LySepState(self.L, {**self.v, **changes}, self._plan, cache)
 
-    # Per-sample squared norms ||d_1j[n]||^2, ||d_2j[n]||^2, ||q_j[n]||^2, shapes (n_in, N), (|S|, N).
-    @cached_property
-    def n1(self) -> np.ndarray:
-        return np.einsum("jmn,jmn->jn", self.d1, self.d1)
-
-    @cached_property
-    def n2(self) -> np.ndarray:
-        return np.einsum("jmn,jmn->jn", self.d2, self.d2)
-
-    @cached_property
-    def nq(self) -> np.ndarray:
-        return np.einsum("jmn,jmn->jn", self.q, self.q)
+    def _cached(self, key: tuple, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
 
     # sigma^(k)(a_l), computed once per value of a_l (sin and cos only).
-    @cached_property
-    def sig1(self) -> SigmaValues:
-        return SIGMA.values(self.a1)
+    def sig(self, l: int) -> SigmaValues:
+        return self._cached(("sig", l), lambda: SIGMA.values(self.v[f"a{l}"]))
 
-    @cached_property
-    def sig2(self) -> SigmaValues:
-        return SIGMA.values(self.a2)
+    # Per-sample squared norms ||d_li[n]||^2 (n_in, N) and ||q_li[n]||^2 (|S|, N).
+    def nd(self, l: int) -> np.ndarray:
+        return self._cached(("nd", l), lambda: np.einsum("jmn,jmn->jn", self.v[f"d{l}"], self.v[f"d{l}"]))
 
-    @cached_property
+    def nq(self, l: int) -> np.ndarray:
+        return self._cached(("nq", l), lambda: np.einsum("jmn,jmn->jn", self.v[f"q{l}"], self.v[f"q{l}"]))
+
+    def layer(self, l: int) -> Layer:
+        """(a_l, d_l, q_l) as an engine layer (q_1 = 0: Q None)."""
+        return Layer(self.v[f"a{l}"], self.sig(l), self.v[f"d{l}"], self.v[f"q{l}"] if l >= 2 else None)
+
+    @property
     def fit(self) -> Fit:
-        """B of `eq:GD_W3` (and its sums U, V) at (a_2, d_2, q); W_3, b_3 do not enter."""
-        return ch_engine.fit_matrix(self.layer2, self._plan)
+        """B of `eq:GD_W3` (and its sums U, V) at (a_{L-1}, d_{L-1}, q_{L-1}); W_L, b_L do not enter."""
+        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(self.layer(self.L - 1), self._plan))
+
+    def norms(self) -> Norms:
+        """The squared norms the self-adaptive weights depend on."""
+        L = self.L
+        return Norms(L, {l: float(np.sum(self.v[f"W{l}"] * self.v[f"W{l}"])) for l in range(2, L)},
+                     np.sum(self.W1 * self.W1, axis=0), {l: self.nd(l) for l in range(1, L)},
+                     {l: self.nq(l) for l in range(2, L)})
 
     @property
-    def layer1(self) -> Layer:
-        """(a_1, d_1, q_1 = 0) as an engine layer."""
-        return Layer(self.a1, self.sig1, self.d1, None)
-
-    @property
-    def layer2(self) -> Layer:
-        """(a_2, d_2, q) as an engine layer."""
-        return Layer(self.a2, self.sig2, self.d2, self.q)
+    def w_out(self) -> float:
+        """||W_L||_F^2, the factor every penalty weight carries."""
+        W = self.v[f"W{self.L}"]
+        return float(np.sum(W * W))
 
 
-# Cached values of a state and the variables each depends on.
-_CACHED = {"sig1": ("a1",), "sig2": ("a2",), "n1": ("d1",), "n2": ("d2",), "nq": ("q",),
-           "fit": ("a2", "d2", "q")}
+def constraint_names(L: int) -> tuple[str, ...]:
+    """The constraint groups: a_l, d_l (l = 1..L-1), q_l (l = 2..L-1)."""
+    return tuple(f"{x}{l}" for l in range(1, L) for x in ("a", "d")) + tuple(f"q{l}" for l in range(2, L))
 
 
 @dataclass
 class Terms:
-    """Constraint residuals e_x (same shapes as the variables), their per-sample squares E_x, and r (N,)."""
+    """Constraint residuals e[name] (same shapes as the variables), their per-sample squares E, and r (N,)."""
 
-    e_a1: np.ndarray
-    e_a2: np.ndarray
-    e_d1: np.ndarray
-    e_d2: np.ndarray
-    e_q: np.ndarray
+    e: dict[str, np.ndarray]
     r: np.ndarray
     _E: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def __getattr__(self, name: str):
+        if name.startswith("e_") and "e" in self.__dict__ and name[2:] in self.__dict__["e"]:
+            return self.__dict__["e"][name[2:]]
+        raise AttributeError(name)
 
     def E(self, name: str) -> np.ndarray:
         """Per-sample squared norms of e_name, shape (N,) or (n_in, N); computed once per residual."""
         if name not in self._E:
-            e = getattr(self, "e_" + name)
+            e = self.e[name]
             self._E[name] = np.einsum("...mn,...mn->...n", e, e)
         return self._E[name]
 
+    def replace(self, _E: dict | None = None, **changes: np.ndarray) -> "Terms":
+        """New terms with some residuals ("e_a1", .., "r") replaced; ``_E``: the squares to keep
+        (default: those of the unchanged residuals)."""
+        e = dict(self.e)
+        r = changes.pop("r", self.r)
+        for k, v in changes.items():
+            e[k[2:]] = v
+        if _E is None:
+            _E = {k: v for k, v in self._E.items() if "e_" + k not in changes}
+        return Terms(e, r, _E)
 
-# Which groups of terms each variable block touches.
-AFFECTS: dict[str, tuple[str, ...]] = {
-    "W1": ("a1", "d1"), "a1": ("a1", "a2", "d2", "q"), "d1": ("d1", "d2", "q"),
-    "W2": ("a2", "d2", "q"), "a2": ("a2", "fit"), "d2": ("d2", "fit"), "q": ("q", "fit"),
-    "W3": ("fit",), "b3": ("fit",), "b1": ("a1",), "b2": ("a2",),
-}
+
+def affects(block: str, L: int) -> tuple[str, ...]:
+    """The groups of terms a variable block touches ("fit": r)."""
+    x, l = block[0], int(block[1:])
+    if x == "W" and l == L or x == "b" and l == L:
+        return ("fit",)
+    if x == "W":
+        return ("a1", "d1") if l == 1 else (f"a{l}", f"d{l}", f"q{l}")
+    if x == "b":
+        return (f"a{l}",)
+    nxt = ("fit",) if l == L - 1 else {"a": (f"a{l + 1}", f"d{l + 1}", f"q{l + 1}"),
+                                       "d": (f"d{l + 1}", f"q{l + 1}"), "q": (f"q{l + 1}",)}[x]
+    return (block,) + nxt
 
 
 def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
-    """B of `eq:GD_W3`, shape (M, N) (the channel engine's fit matrix at (a_2, d_2, q))."""
+    """B of `eq:GD_W3`, shape (M, N) (the channel engine's fit matrix at the last hidden layer)."""
     return st.fit.B
 
 
 def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
-    """The constraint residual e_name (or r for "fit") at the state: the engine's layer map applied to
-    the auxiliary variables of layer 1, minus those of layer 2 (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
-    if name == "a1":
-        return st.W1 @ data.Z + st.b1[:, None] - st.a1
-    if name == "a2":
-        e = ch_engine.propagate_a(st.W2, st.b2, st.layer1)
-        e -= st.a2
-        return e
-    if name == "d1":
-        return st.W1.T[:, :, None] - st.d1
-    if name == "d2":
-        e = ch_engine.propagate_d(st.W2, st.layer1, data.plan)
-        e -= st.d2
-        return e
-    if name == "q":
-        e = ch_engine.propagate_Q(st.W2, st.layer1, data.plan)
-        e -= st.q
-        return e
+    """The constraint residual e_name (or r for "fit"): the engine's layer map applied to the auxiliary
+    variables of layer l-1, minus those of layer l (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
     if name == "fit":
-        r = st.W3[0] @ st.fit.B
-        r += st.b3 * data.K
+        L = st.L
+        r = st.v[f"W{L}"][0] @ st.fit.B
+        r += st.v[f"b{L}"] * data.K
         r -= data.Y
         return r
-    raise KeyError(name)
+    x, l = name[0], int(name[1:])
+    if name == "a1":
+        return st.W1 @ data.Z + st.b1[:, None] - st.a1
+    if name == "d1":
+        return st.W1.T[:, :, None] - st.d1
+    W, prev = st.v[f"W{l}"], st.layer(l - 1)
+    if x == "a":
+        e = ch_engine.propagate_a(W, st.v[f"b{l}"], prev)
+    elif x == "d":
+        e = ch_engine.propagate_d(W, prev, data.plan)
+    elif x == "q":
+        e = ch_engine.propagate_Q(W, prev, data.plan)
+    else:
+        raise KeyError(name)
+    e -= st.v[name]
+    return e
 
 
 def compute_terms(st: LySepState, data: LySepData) -> Terms:
-    g = {n: compute_group(n, st, data) for n in ("a1", "a2", "d1", "d2", "q", "fit")}
-    return Terms(g["a1"], g["a2"], g["d1"], g["d2"], g["q"], g["fit"])
+    return Terms({n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data))
 
 
 def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData) -> Terms:
     """Terms after ``block`` changed: only the groups it touches are recomputed."""
-    new = replace(terms, _E={k: v for k, v in terms._E.items() if k not in AFFECTS[block]})
-    for name in AFFECTS[block]:
-        setattr(new, "r" if name == "fit" else "e_" + name, compute_group(name, st, data))
-    return new
-
-
-@dataclass
-class Weights:
-    """Per-sample penalty weights rho (without the ||W_3||^2 factor) and the quantities they use."""
-
-    rho_a1: np.ndarray  # (N,)
-    rho_a2: np.ndarray  # (N,)
-    rho_d1: np.ndarray  # (n_in, N)
-    rho_d2: np.ndarray  # (n_in, N)
-    rho_q: np.ndarray  # (|S|,)
-    w2: float
-    w1: np.ndarray  # (n_in,)
-    n1: np.ndarray  # (n_in, N)
-    n2: np.ndarray  # (n_in, N)
-    nq: np.ndarray  # (|S|, N)
+    groups = affects(block, st.L)
+    e = dict(terms.e)
+    r = terms.r
+    for name in groups:
+        if name == "fit":
+            r = compute_group("fit", st, data)
+        else:
+            e[name] = compute_group(name, st, data)
+    return Terms(e, r, {k: v for k, v in terms._E.items() if k not in groups})
 
 
 def weights(st: LySepState, data: LySepData) -> Weights:
-    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint."""
-    return weights_from(data, float(np.sum(st.W2 * st.W2)), np.sum(st.W1 * st.W1, axis=0), st.n1, st.n2, st.nq)
-
-
-def weights_from(data: LySepData, w2: float, w1: np.ndarray, n1: np.ndarray, n2: np.ndarray,
-                 nq: np.ndarray) -> Weights:
-    """The rho of every constraint from w2 = ||W_2||^2, w1 = ||W_1(:, j)||^2 (n_in,) and the per-sample
-    norms n1, n2 (n_in, N), nq (|S|, N)."""
-    k, kj, hj = data.k, data.kj[:, None], data.hj[:, None]
-    w1c = w1[:, None]
-    hS = data.hj[data.S]
-    A2 = k + np.sum(kj * n2, 0) + hS @ nq  # D_a2^1(n,n)^2
-    A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)  # D_a1^1(n,n)^2
-    rho_a1 = w2 * A1 + np.sum(w1c * hj * (w2 * n1 + w2 * w2 * (n1 + n2)), 0)
-    rho_a2 = A2 + w2 * np.sum(w1c * hj * n2, 0)
-    rho_d1 = hj * w1c * (w2 + w2 * w2) + w2 * (kj + hj * (n1 + n2))
-    rho_d2 = kj + hj * n2 + hj * w2 * w1c
-    return Weights(rho_a1, rho_a2, rho_d1, rho_d2, hS.copy(), w2, w1, n1, n2, nq)
+    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint, any L."""
+    return weights_from(data, st.norms())
 
 
 def penalty(terms: Terms, wt: Weights) -> float:
-    """P = (penalty part of N * J_S) / ||W_3||_F^2, the lambda of the W_3 ridge system."""
+    """P = (penalty part of N * J_S) / ||W_L||_F^2, the lambda of the W_L ridge system."""
     return penalty_from(terms.E, wt)
-
-
-def penalty_from(E, wt: Weights) -> float:
-    """P from the per-sample squared constraint residuals E(name) (a callable or a mapping's get)."""
-    P = wt.rho_a1 @ E("a1") + wt.rho_a2 @ E("a2")
-    P += np.sum(wt.rho_d1 * E("d1")) + np.sum(wt.rho_d2 * E("d2"))
-    P += wt.rho_q @ np.sum(E("q"), axis=-1)
-    return float(P)
 
 
 @dataclass
 class LossParts:
     J_S: float
     fit: float  # (1/N) ||r||^2
-    penalty: float  # (1/N) ||W_3||^2 P
+    penalty: float  # (1/N) ||W_L||^2 P
     P: float
 
 
@@ -306,11 +315,11 @@ def lysep_loss(st: LySepState, data: LySepData, terms: Terms | None = None) -> L
     """J_S and its parts.  With exact auxiliary variables J_S = J (Theorem 2.2)."""
     terms = compute_terms(st, data) if terms is None else terms
     P = penalty(terms, weights(st, data))
-    return loss_parts(terms.r, P, float(np.sum(st.W3 * st.W3)), data.N)
+    return loss_parts(terms.r, P, st.w_out, data.N)
 
 
 def loss_parts(r: np.ndarray, P: float, w3: float, N: int) -> LossParts:
-    """J_S = (1/N) ||r||^2 + (1/N) ||W_3||^2 P, the one formula every evaluation uses (so that equal
+    """J_S = (1/N) ||r||^2 + (1/N) ||W_L||^2 P, the one formula every evaluation uses (so that equal
     inputs give bit-equal J_S, whichever path computed them)."""
     fit = float(r @ r) / N
     pen = w3 * P / N
@@ -319,79 +328,72 @@ def loss_parts(r: np.ndarray, P: float, w3: float, N: int) -> LossParts:
 
 # ------------------------------------------------------------------------------------------------
 # Gradients.  "frozen": omega and D recomputed from the current variables and held fixed while
-# differentiating.  "through": also differentiated through omega and D.
+# differentiating.  "through": also differentiated through omega and D (lysep_weights.weight_partials).
 
 
-def _weight_partials(st: LySepState, data: LySepData, terms: Terms, wt: Weights):
-    """Partial derivatives of P with respect to n1, n2 (n_in, N), nq (|S|, N), w2 and w1 (n_in,)."""
-    kj, hj = data.kj[:, None], data.hj[:, None]
-    w2, w1c, n1, n2 = wt.w2, wt.w1[:, None], wt.n1, wt.n2
-    Ea1, Ea2, Ed1, Ed2 = terms.E("a1"), terms.E("a2"), terms.E("d1"), terms.E("d2")
-    A2 = data.k + np.sum(kj * n2, 0) + data.hj[data.S] @ wt.nq
-    A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)
-    dn1 = Ea1 * (w2 * (kj + hj * n2) + w1c * hj * (w2 + w2 * w2)) + Ed1 * w2 * hj
-    dn2 = Ea1 * (w2 * (kj + hj * n1) + w1c * hj * w2 * w2) + Ea2 * (kj + w2 * w1c * hj) + Ed1 * w2 * hj + Ed2 * hj
-    hS = data.hj[data.S][:, None]
-    dnq = (Ea1 * w2 + Ea2) * hS
-    dw2 = (Ea1 @ (A1 + np.sum(w1c * hj * (n1 + 2 * w2 * (n1 + n2)), 0))
-           + Ea2 @ np.sum(w1c * hj * n2, 0)
-           + np.sum(Ed1 * (hj * w1c * (1 + 2 * w2) + kj + hj * (n1 + n2)))
-           + np.sum(Ed2 * hj * w1c))
-    dw1 = (np.sum(Ea1 * hj * (w2 * n1 + w2 * w2 * (n1 + n2)), 1) + np.sum(Ea2 * w2 * hj * n2, 1)
-           + np.sum(Ed1 * hj * (w2 + w2 * w2), 1) + np.sum(Ed2 * hj * w2, 1))
-    return dn1, dn2, dnq, float(dw2), dw1
+def gradient_blocks(L: int) -> tuple[str, ...]:
+    """The gradient blocks in Algorithm 1's order: W_l, a_l, d_l (and q_l, l >= 2) per hidden layer."""
+    out: list[str] = []
+    for l in range(1, L):
+        out += [f"W{l}", f"a{l}", f"d{l}"] + ([f"q{l}"] if l >= 2 else [])
+    return tuple(out)
+
+
+def _rho(wt: Weights, x: str, l: int) -> np.ndarray:
+    """rho of constraint x_l shaped to multiply its residual (M, N) or (n, M, N)."""
+    if x == "a":
+        return wt.rho_a[l]
+    return (wt.rho_d if x == "d" else wt.rho_q)[l][:, None, :]
 
 
 def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: WeightMode = "frozen",
              wt: Weights | None = None) -> np.ndarray:
-    """dJ_S / d(block), same shape as the block's variable.  Blocks: W1, a1, d1, W2, a2, d2, q."""
+    """dJ_S / d(block), same shape as the block's variable.  Blocks: :func:`gradient_blocks`."""
     wt = weights(st, data) if wt is None else wt
-    N = data.N
+    L, N = st.L, data.N
     c = 2.0 / N
-    w3 = float(np.sum(st.W3 * st.W3))
+    w3 = st.w_out
     cw = c * w3
-    S = data.S
+    x, l = block[0], int(block[1:])
     if block == "W1":
-        g = cw * ((wt.rho_a1 * terms.e_a1) @ data.Z.T + np.sum(wt.rho_d1[:, None, :] * terms.e_d1, axis=2).T)
-    elif block in ("a1", "d1", "W2"):
-        # Reverse step through the layer map (a_1, d_1) -> (a_2, d_2, q) seeded with the weighted residuals.
-        ga, gd, gq = (wt.rho_a2 * terms.e_a2, wt.rho_d2[:, None, :] * terms.e_d2,
-                      wt.rho_q[:, None, None] * terms.e_q)
-        if block == "W2":
-            g = ch_engine.weight_gradient(ga, gd, gq, st.layer1, data.plan)
-        else:
-            adj_a, adj_d, _ = ch_engine.input_adjoints(st.W2, ga, gd, gq, st.layer1, data.plan,
-                                                       outputs=(block[0],))
-            del ga, gd, gq
-            if block == "a1":
-                g = adj_a
-                g -= wt.rho_a1 * terms.e_a1
-            else:
-                g = adj_d
-                g -= wt.rho_d1[:, None, :] * terms.e_d1
+        g = cw * ((wt.rho_a[1] * terms.e["a1"]) @ data.Z.T
+                  + np.sum(wt.rho_d[1][:, None, :] * terms.e["d1"], axis=2).T)
+    elif x == "W" and l < L:
+        # Reverse step through the layer map (a, d, q)_{l-1} -> (a, d, q)_l seeded with the weighted residuals.
+        ga, gd, gq = (wt.rho_a[l] * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
+                      _rho(wt, "q", l) * terms.e[f"q{l}"])
+        g = ch_engine.weight_gradient(ga, gd, gq, st.layer(l - 1), data.plan)
         g *= cw
-    elif block in ("a2", "d2", "q"):
-        # Through the fit term: the engine's adjoints of B seeded with G = W_3^T r.
-        G = st.W3[0][:, None] * terms.r[None, :]
-        channel = {"a2": "a", "d2": "d", "q": "Q"}[block]
-        adj = ch_engine.fit_adjoints(G, st.layer2, data.plan, st.fit, channels=(channel,))[channel]
-        rho = {"a2": wt.rho_a2, "d2": wt.rho_d2[:, None, :], "q": wt.rho_q[:, None, None]}[block]
+    elif x in "adq" and l < L - 1:
+        # Through layer l+1's constraints: the engine's input adjoints seeded with the weighted residuals.
+        m = l + 1
+        ga, gd, gq = (wt.rho_a[m] * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
+                      _rho(wt, "q", m) * terms.e[f"q{m}"])
+        adj = ch_engine.input_adjoints(st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
+                                       outputs=({"a": "a", "d": "d", "q": "Q"}[x],))
+        del ga, gd, gq
+        g = adj["adq".index(x)]
+        g -= _rho(wt, x, l) * terms.e[block]
+        g *= cw
+    elif x in "adq" and l == L - 1:
+        # Through the fit term: the engine's adjoints of B seeded with G = W_L^T r.
+        G = st.v[f"W{L}"][0][:, None] * terms.r[None, :]
+        channel = {"a": "a", "d": "d", "q": "Q"}[x]
+        adj = ch_engine.fit_adjoints(G, st.layer(l), data.plan, st.fit, channels=(channel,))[channel]
         g = adj
         g *= c
-        g -= (cw * rho) * getattr(terms, "e_" + block)
+        g -= (cw * _rho(wt, x, l)) * terms.e[block]
     else:
         raise KeyError(block)
-    if mode == "through" and block in ("W1", "d1", "W2", "d2", "q"):
-        dn1, dn2, dnq, dw2, dw1 = _weight_partials(st, data, terms, wt)
+    if mode == "through" and x in "Wdq":
+        wp = weight_partials(data, wt, terms.E)
         f = w3 / N
         if block == "W1":
-            g = g + f * 2.0 * st.W1 * dw1[None, :]
-        elif block == "W2":
-            g = g + f * 2.0 * dw2 * st.W2
-        elif block == "d1":
-            g = g + f * 2.0 * st.d1 * dn1[:, None, :]
-        elif block == "d2":
-            g = g + f * 2.0 * st.d2 * dn2[:, None, :]
+            g = g + f * 2.0 * st.W1 * wp.dw1[None, :]
+        elif x == "W":
+            g = g + f * 2.0 * wp.dw[l] * st.v[block]
+        elif x == "d":
+            g = g + f * 2.0 * st.v[block] * wp.dn[l][:, None, :]
         else:
-            g = g + f * 2.0 * st.q * dnq[:, None, :]
+            g = g + f * 2.0 * st.v[block] * wp.dnq[l][:, None, :]
     return g
