@@ -66,12 +66,20 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     return {"seconds": seconds, "gflops": gflops, "package": str(Path(lysep_cli.__file__).parent)}
 
 
-def gemm_units(solver: str, n_in: int, s: int) -> float:
-    """GEMM products of 2 M^2 N flops per iteration (see the module docstring)."""
+def gemm_units(solver: str, n_in: int, s: int, L: int = 3) -> float:
+    """GEMM products of 2 M^2 N flops per iteration (see the module docstring), depth L.
+
+    LySep, per layer map l = 2..L-1 (gradient + one trial per block): a_{l-1} 2c, d_{l-1} 2 (n_in + s),
+    q_{l-1} 2 s (l-1 >= 2), W_l 2c, b_l 2; then W_L 1 and the bound check's PINN pass (L-2)(1 + 2 n_in),
+    with c = 1 + n_in + s.  At L = 3 this is the count of benchmarks/bench_lysep.py.
+    """
     if solver == "pinn":
-        return 3.0 * (1 + n_in + s)
+        return 3.0 * (1 + n_in + s) * (L - 2)
     c = 1 + n_in + s
-    return 2 * c + 2 * (n_in + s) + 2 * c + 2 + 1 + (1 + 2 * n_in)  # a1, d1, W2, b2, W3, bound check
+    units = 1 + (L - 2) * (1 + 2 * n_in)  # W_L, bound check
+    for l in range(2, L):
+        units += 2 * c + 2 * (n_in + s) + (2 * s if l - 1 >= 2 else 0) + 2 * c + 2
+    return units
 
 
 def measure(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int) -> dict:
@@ -88,7 +96,7 @@ def main() -> None:
     ap.add_argument("--lysep-short", type=int, default=20, help="LySep: sweeps of the short run")
     ap.add_argument("--lysep-long", type=int, default=40, help="LySep: sweeps of the long run")
     ap.add_argument("--repeats", type=int, default=2, help="each count timed this often; the minimum is kept")
-    ap.add_argument("--cells", default=None, help="experiment:M,... (default: every cell of the spec)")
+    ap.add_argument("--cells", default=None, help="experiment:M or experiment:LxM,... (default: every cell)")
     ap.add_argument("--solvers", default="pinn,lysep")
     ap.add_argument("--peer", default=None, help="another checkout whose lysep_cli runs beside ours")
     ap.add_argument("--json", default=None, help="write the measurements here")
@@ -114,7 +122,7 @@ def main() -> None:
         s = spec.d  # second-derivative channels: the spatial ones (and t for hyperbolic PDEs)
         s += spec.pde == "hyperbolic"
         for L, M in spec.sizes:
-            if wanted is not None and (spec.name, str(M)) not in wanted:
+            if wanted is not None and not {(spec.name, str(M)), (spec.name, f"{L}x{M}")} & wanted:
                 continue
             for solver in args.solvers.split(","):
                 row = {"experiment": spec.name, "L": L, "M": M, "solver": solver}
@@ -128,7 +136,7 @@ def main() -> None:
                     row[name] = {"s_per_it": per_it, "overhead_s": overhead, "run_s": run_s,
                                  "gflops": m["gflops"], "package": m["package"]}
                     totals[name] += run_s * len(spec.seeds)
-                floor = gemm_units(solver, n_in, s) * 2.0 * M * M * spec.n_train / 1e9 / row["ours"]["gflops"]
+                floor = gemm_units(solver, n_in, s, L) * 2.0 * M * M * spec.n_train / 1e9 / row["ours"]["gflops"]
                 row["floor_s_per_it"] = floor
                 rows.append(row)
                 line = f"{spec.name + f' ({L},{M})':<20} {solver:<6} "

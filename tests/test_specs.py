@@ -12,7 +12,8 @@ from foundation_helpers import TINY_YAML, write_tiny
 
 def test_project_specs_load():
     specs = load_specs(default_config())
-    assert list(specs) == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
+    assert list(specs)[:4] == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
+    assert list(specs)[4:] == ["elliptic-2d-depth", "elliptic-10d-depth"]  # depth study, not in make reproduce
     e2 = specs["elliptic-2d"]
     assert e2.sizes == ((3, 30), (3, 50), (3, 80), (3, 100)) and e2.n_test == 350
     for s in specs.values():

@@ -1,41 +1,37 @@
-"""The LySep loss J_S (`eq:Js-elliptic`, `eq:Js-parabolic`, `eq:Js-hyberbolic`) and its gradients.
+"""The LySep loss J_S (`eq:Js-elliptic`, `eq:Js-parabolic`, `eq:Js-hyberbolic`) for any depth L >= 2,
+and its gradients.
 
-One code path serves the three PDEs.  With the network inputs z_j (j = 0..n_in-1; t is z_0 for the
-time-dependent PDEs) and the residual written as (problems.OperatorCoefficients)
+One code path serves the three PDEs and every depth (docs/lysep-depth.md).  With the network inputs z_j
+(j = 0..n_in-1; t is z_0 for the time-dependent PDEs) and the residual written as
+(problems.OperatorCoefficients)
 
     R = K phi + sum_j K_j d_j phi + sum_j K-hat_j d_jj phi - Y,
 
-the fitting term of J_S is ``r = W_3 B + b_3 K - Y`` with (`eq:GD_W3`)
+the fitting term of J_S is ``r = W_L B + b_L K - Y`` with B of `eq:GD_W3` at the last hidden layer
+(a, d, q) = (a_{L-1}, d_{L-1}, q_{L-1}) (channels.fit_matrix):
 
-    B = sigma(a_2) diag[K] + sum_j D_2j diag[K_j] + sum_{j in S} (Q_2j + Q-hat_2j) diag[K-hat_j],
-    D_2j = sigma'(a_2)*d_2j,  Q_2j = sigma''(a_2)*d_2j*d_2j,  Q-hat_2j = sigma'(a_2)*q_j,
+    B = sigma(a) diag[K] + sum_j D_j diag[K_j] + sum_{j in S} (Q_j + Q-hat_j) diag[K-hat_j],
+    D_j = sigma'(a)*d_j,  Q_j = sigma''(a)*d_j*d_j,  Q-hat_j = sigma'(a)*q_j,
 
 where S is the set of channels with a second derivative (all of them, except t for parabolic PDEs).
 Elliptic: K_j = K^e_j, K-hat_j = K-hat^e.  Parabolic: K_0 = K^p_0, K_j = -K^p_j, K-hat_j = -K-hat^p.
 Hyperbolic: K_0 = K^h_0, K-hat_0 = K-hat^h_0, K_j = -K^h_j, K-hat_j = -K-hat^h_j.  The signs do not
 matter for the weights, which use |.|_inf (max over the N training points).
 
-Every penalty is a D-weighted squared norm of a constraint residual.  Summing the omega * D(n,n)^2 of
-the terms that share a constraint gives one per-sample weight rho per constraint, and every omega
-carries ||W_3||_F^2, so
+The constraints are the channel recursion between consecutive layers (`eq:var_a`, `eq:var_d`,
+`eq:var_q`): e_a1 = W_1 Z + b_1 1^T - a_1, e_d1j = W_1(:, j) 1^T - d_1j, and for l = 2..L-1
+e_al, e_dlj, e_qlj = the engine's layer map of (a, d, q)_{l-1} minus (a, d, q)_l (q_1 = 0).
+Summing the omega * D(n,n)^2 of the terms that share a constraint gives one per-sample weight rho per
+constraint, and every omega carries ||W_L||_F^2, so
 
-    N * J_S = ||r||^2 + ||W_3||_F^2 * P,
-    P = sum_n [rho_a1 E_a1 + rho_a2 E_a2 + sum_j (rho_d1j E_d1j + rho_d2j E_d2j) + sum_{j in S} rho_qj E_qj]
+    N * J_S = ||r||^2 + ||W_L||_F^2 * P,   P = sum_n sum_c rho_c[n] E_c[n]
 
-with E_x[n] = ||e_x[:, n]||^2 the squared constraint residual of sample n and rho = omega D^2 / ||W_3||^2.
-P is the lambda of the W_3 ridge step (NOTES.md: the paper's lambda misses a |K-hat|^2 factor).
-With the paper's omega and D lists (generic form, h_j = |K-hat_j|_inf^2, k_j = |K_j|_inf^2,
-k = |K|_inf^2, w2 = ||W_2||^2, w1j = ||W_1(:,j)||^2, n1j = ||d_1j[n]||^2, n2j, nqj likewise):
+with E_c[n] = ||e_c[:, n]||^2.  P is the lambda of the W_L ridge step (NOTES.md: the paper's lambda
+misses a |K-hat|^2 factor).  rho comes from lysep_weights.weights_from (a backward pass over the layers;
+at L = 3 the paper's omega D^2, see docs/lysep.md).
 
-    D_a2^1^2 = k + sum_j k_j n2j + sum_S h_j nqj               (A2)
-    D_a1^1^2 = A2 + sum_j (k_j n1j + h_j n1j n2j)             (A1)
-    rho_a1  = w2 A1 + sum_j w1j h_j (w2 n1j + w2^2 (n1j + n2j))
-    rho_a2  = A2 + w2 sum_j w1j h_j n2j
-    rho_d1j = h_j w1j (w2 + w2^2) + w2 (k_j + h_j (n1j + n2j))
-    rho_d2j = k_j + h_j n2j + h_j w2 w1j
-    rho_qj  = h_j
-
-Shapes: a_l (M, N); d_lj stacked as (n_in, M, N); q as (|S|, M, N).
+Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N).  Variable names: W1..WL, b1..bL,
+a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).
 """
 
 from __future__ import annotations
