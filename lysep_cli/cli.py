@@ -14,16 +14,47 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 from __future__ import annotations
 
 import functools
+import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from . import atomic, interrupts, paths, records, specs
 from .specs import ExperimentSpec, SpecError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+#: click's base exception class, found through typer (which may vendor click)
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class _OneLineErrors(TyperGroup):
+    """Usage errors (unknown option, ``--jobs abc``, missing argument) as one line, exit 2, like every
+    other bad input; the rest as typer does it."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _CLICK_ERROR as exc:
+            if not standalone_mode:
+                raise
+            message = " ".join(exc.format_message().split())
+            if message:  # (empty for "no arguments": the help was printed instead)
+                typer.echo(f"lysep: error: {message}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("lysep: aborted", err=True)
+            sys.exit(1)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=_OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Reproduce the LySep paper: run PINN/LySep experiments, tabulate, compare, plot.")
 
 CONFIG_HELP = "experiments file (default: ./experiments.yaml, else the project's own)"
