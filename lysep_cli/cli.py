@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, TypeVar
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from . import atomic, interrupts, paths, records, specs
 from .specs import ExperimentSpec, SpecError
@@ -29,7 +29,25 @@ from .specs import ExperimentSpec, SpecError
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-class _OneLineErrors(TyperGroup):
+class _PlainHelpFlag:
+    """``--help`` listed without a type (this typer shows ``<bool>`` for flags)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Command(_PlainHelpFlag, TyperCommand):
+    pass
+
+
+class _Group(_PlainHelpFlag, TyperGroup):
+    pass
+
+
+class _OneLineErrors(_Group):
     """Usage errors (unknown option, ``--jobs abc``, missing argument) as one line, exit 2, like every
     other bad input; the rest as typer does it."""
 
@@ -143,7 +161,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
     """Reproduce the LySep paper: run PINN/LySep experiments, tabulate, compare, plot."""
 
 
-@app.command("list")
+@app.command("list", cls=_Command)
 def list_(config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP)) -> None:
     """Print the experiments and their settings."""
     try:
@@ -165,7 +183,7 @@ def list_(config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HE
 # lysep run
 
 
-@app.command()
+@app.command(cls=_Command)
 @_guarded("finished runs kept, the runs in flight left no file; rerun the same command to resume")
 def run(
     experiment: str = typer.Argument(..., help="experiment name (see `lysep list`)"),
@@ -264,7 +282,7 @@ def _report_specs(config: Optional[Path], experiments: Optional[list[str]], resu
     return chosen
 
 
-@app.command()
+@app.command(cls=_Command)
 @_guarded("nothing written")
 def table(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
@@ -291,7 +309,7 @@ def table(
     _emit(tables.render_tables(sel, shown, fmt, standalone=standalone), out)
 
 
-@app.command()
+@app.command(cls=_Command)
 @_guarded("nothing written")
 def compare(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
@@ -316,7 +334,7 @@ def compare(
     _emit(render_comparison(sel, [s.name for s in shown], fmt), out)
 
 
-@app.command()
+@app.command(cls=_Command)
 @_guarded("figures written so far are complete, the one in progress left no file")
 def plot(
     experiment: str = typer.Argument(..., help="experiment name"),
@@ -345,11 +363,11 @@ def plot(
 # lysep study
 
 
-study_app = typer.Typer(no_args_is_help=True, help="Studies beyond the paper's tables.")
+study_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Studies beyond the paper's tables.")
 app.add_typer(study_app, name="study")
 
 
-@study_app.command("step-size")
+@study_app.command("step-size", cls=_Command)
 @_guarded("nothing written")
 def study_step_size(
     experiment: str = typer.Argument(..., help="experiment name"),

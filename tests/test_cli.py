@@ -54,8 +54,10 @@ def test_bad_input_exit_2_nothing_written(tiny, args, needle):
 def test_version_and_help():
     result = cli.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("lysep ")
-    helptext = cli.invoke(app, ["run", "--help"]).stdout
-    assert "--force" in helptext and "--force <bool>" not in " ".join(helptext.split())
+    for command in (["--help"], ["run", "--help"], ["table", "--help"], ["study", "step-size", "--help"]):
+        helptext = cli.invoke(app, command).stdout
+        assert "--help" in helptext and "<bool>" not in helptext, command
+    assert "--force" in cli.invoke(app, ["run", "--help"]).stdout
 
 
 def test_broken_yaml(tmp_path):
