@@ -109,7 +109,8 @@ def pm(mean: float, std: float, latex: bool = False, spaced: bool = False) -> st
 # ---------------------------------------------------------------------------------------------
 # Which records a report may use.
 
-REASONS = {"solver": "a solver the spec does not configure", "iterations": "other iterations",
+REASONS = {"solver": "a solver the spec does not configure", "problem": "another PDE or solution",
+           "iterations": "other iterations",
            "settings": "other solver settings", "n_train": "another n_train", "n_test": "another n_test",
            "data set": "another data set"}
 
@@ -121,7 +122,7 @@ class Selection:
     records : records that match their experiment's spec (sorted by cell).
     iterations : experiment -> the iteration count shown.
     excluded : experiment -> reason (a key of REASONS) -> number of valid records left out.
-    excluded_iterations : experiment -> iteration counts of the records left out for "iterations".
+    excluded_iterations : experiment -> iteration count -> records left out for their iterations alone.
     invalid : experiment -> number of record files that did not parse or validate.
     """
 
@@ -145,12 +146,13 @@ class Selection:
         return f"Not shown: {text}." if text else None
 
     def hint(self, experiment: str) -> str:
-        """A suggestion when records were left out only for their iteration count."""
+        """A suggestion when records were left out for their iteration count alone."""
         its = self.excluded_iterations.get(experiment, Counter())
-        if its and set(self.excluded.get(experiment, Counter())) == {"iterations"}:
-            shown = ", ".join(str(i) for i in sorted(its))
-            return f" (records with iterations {shown}: add --iterations {min(its)})"
-        return ""
+        if not its:
+            return ""
+        most = its.most_common(1)[0][0]
+        return f" ({sum(its.values())} differ only in their iterations, {', '.join(map(str, sorted(its)))}: " \
+               f"add --iterations {most})"
 
 
 def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None = None) -> Selection:
@@ -163,9 +165,7 @@ def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None =
         sel.excluded[spec.name] = Counter()
         sel.excluded_iterations[spec.name] = Counter()
         sha = experiment_data(spec).sha256
-        wanted[spec.name] = {name: expected(sel.iterations[spec.name], settings.to_dict(), spec.n_train,
-                                            spec.n_test, sha)
-                             for name, settings in spec.solvers.items()}
+        wanted[spec.name] = {name: expected(spec, name, sel.iterations[spec.name], sha) for name in spec.solvers}
     for rec in loaded.records:
         if rec.experiment not in by_name:
             continue
@@ -173,7 +173,7 @@ def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None =
         why = ["solver"] if want is None else differences(rec, want)
         if why:
             sel.excluded[rec.experiment][why[0]] += 1
-            if why[0] == "iterations":
+            if why == ["iterations"]:
                 sel.excluded_iterations[rec.experiment][rec.iterations] += 1
         else:
             sel.records.append(rec)

@@ -133,7 +133,7 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, i
     plan = Plan([])
     sha = experiment_data(spec).sha256
     for solver in solvers:
-        want = expected(iterations, spec.solvers[solver].to_dict(), spec.n_train, spec.n_test, sha)
+        want = expected(spec, solver, iterations, sha)
         for L, M in sizes:
             for seed in seeds:
                 key = RunKey(solver, L, M, seed)

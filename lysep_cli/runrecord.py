@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .metrics import finite_or_none
 
@@ -43,13 +43,17 @@ class Final:
 
 @dataclass(frozen=True)
 class Expected:
-    """What a spec asks of a run of one solver: the fields :func:`differences` compares."""
+    """What a spec asks of a run of one solver: the fields :func:`differences` compares.
+
+    ``problem`` is (pde, d, solution): the data set's hash covers the points, not the right-hand side.
+    """
 
     iterations: int
     settings: dict[str, Any]
     n_train: int
     n_test: int
     data_sha256: str
+    problem: tuple[str, int, str | None]
 
 
 @dataclass(frozen=True)
@@ -154,16 +158,18 @@ class RunRecord:
                       "seconds": float(obj["seconds"])})
 
 
-def expected(iterations: int, settings: Mapping[str, Any], n_train: int, n_test: int,
-             data_sha256: str) -> Expected:
-    """The :class:`Expected` of a run (settings as a JSON-able dict)."""
-    return Expected(iterations, jsonable(dict(settings)), n_train, n_test, data_sha256)
+def expected(spec: Any, solver: str, iterations: int, data_sha256: str) -> Expected:
+    """The :class:`Expected` of a run of ``solver`` under ``spec`` (an ExperimentSpec)."""
+    return Expected(iterations, jsonable(spec.solvers[solver].to_dict()), spec.n_train, spec.n_test, data_sha256,
+                    (spec.pde, spec.d, spec.solution))
 
 
 def differences(record: RunRecord, want: Expected) -> list[str]:
     """How ``record`` differs from what is wanted: [] when it matches, else short reasons
-    ("iterations", "settings", "n_train", "n_test", "data set")."""
+    ("problem", "iterations", "settings", "n_train", "n_test", "data set")."""
     out = []
+    if (record.pde, record.d, record.solution) != want.problem:
+        out.append("problem")
     if record.iterations != want.iterations:
         out.append("iterations")
     if record.settings != want.settings:
@@ -172,7 +178,7 @@ def differences(record: RunRecord, want: Expected) -> list[str]:
         out.append("n_train")
     if record.n_test != want.n_test:
         out.append("n_test")
-    if record.data_sha256 != want.data_sha256 and not ({"n_train", "n_test"} & set(out)):
+    if record.data_sha256 != want.data_sha256 and not ({"problem", "n_train", "n_test"} & set(out)):
         out.append("data set")
     return out
 
@@ -190,6 +196,9 @@ def describe_difference(record: RunRecord, want: Expected) -> str:
                          + " (wanted " + ", ".join(f"{k}={want.settings.get(k)!r}" for k in changed) + ")")
         elif what in ("n_train", "n_test"):
             parts.append(f"{what} {getattr(record, what)}, not {getattr(want, what)}")
+        elif what == "problem":
+            parts.append(f"problem {record.pde} d={record.d} solution={record.solution}, not "
+                         f"{want.problem[0]} d={want.problem[1]} solution={want.problem[2]}")
         else:
             parts.append("another data set")
     return "; ".join(parts)

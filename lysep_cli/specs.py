@@ -37,6 +37,7 @@ OPTIONAL = ("table", "solution")
 #: Largest spatial dimension: the points are drawn by rejection from the cube, whose share inside the
 #: unit ball falls like 1 / d! (0.25 % at d = 10, 3e-4 at d = 12, 1e-5 at d = 15).
 MAX_D = 12
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Largest count of seeds one --seeds selector may name.
 MAX_SEEDS = 100_000
 
@@ -100,8 +101,9 @@ class _Checker:
 
 def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     ck = _Checker(path, str(name))
-    if not isinstance(name, str) or not name:
-        raise ck.fail(None, "experiment names must be non-empty strings")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ck.fail(None, "an experiment name is letters, digits, '.', '_' and '-', starting with a letter "
+                            "or digit (it names a directory under results/)")
     if not isinstance(block, dict):
         raise ck.fail(None, f"expected a mapping of fields, got {type(block).__name__}")
     for key in block:

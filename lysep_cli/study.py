@@ -18,6 +18,7 @@ from . import network
 from .atomic import write_bytes, write_text
 from .dataset import experiment_data
 from .metrics import relative_l2
+from .reporting import pm, sci
 from .solvers.lysep import Settings as LySepSettings
 from .solvers.lysep import solve as lysep_solve
 from .specs import ExperimentSpec
@@ -73,13 +74,12 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown_table(summary: pd.DataFrame) -> str:
+    """The summary as a Markdown table (mean±std over the seeds; one seed: the mean alone)."""
     from tabulate import tabulate
 
-    def pm(m: float, s: float) -> str:
-        return "—" if not np.isfinite(m) else f"{m:.2e}±{(0.0 if not np.isfinite(s) else s):.2e}"
-
-    rows = [[f"({r.L},{r.M})", r.rule, f"{r.tau:g}" if r.rule == "fixed" else f"per block, first {r.tau:g}", f"{r.n - r.diverged}/{r.n}",
-             pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), f"{r.J_first_mean:.2e}", str(int(r.violations))]
+    rows = [[f"({r.L},{r.M})", r.rule, f"{r.tau:g}" if r.rule == "fixed" else f"per block, first {r.tau:g}",
+             f"{r.n - r.diverged}/{r.n}", pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), sci(r.J_first_mean),
+             str(int(r.violations))]
             for r in summary.itertuples()]
     return tabulate(rows, headers=["(L,M)", "rule", "tau", "ok/runs", "J", "l2", "J after 1st W3 solve",
                                    "bound violations"], tablefmt="github")

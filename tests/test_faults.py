@@ -263,7 +263,8 @@ def test_other_iterations_are_never_overwritten_without_force(tiny):
 
 
 @pytest.mark.parametrize("change", [("lr: 1.0e-3, lr_final: 1.0e-4", "lr: 2.0e-3, lr_final: 1.0e-4"),
-                                    ("n_train: 60", "n_train: 50"), ("n_test: 40", "n_test: 41")])
+                                    ("n_train: 60", "n_train: 50"), ("n_test: 40", "n_test: 41"),
+                                    ("solution: exp-sin", "solution: sin-radial")])
 def test_changed_spec_is_not_mixed_into_tables(tiny, tmp_path, change):
     config, results = tiny
     assert invoke(RUN + ["--seeds", "0-1"], config, results).exit_code == 0

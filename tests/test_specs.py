@@ -42,6 +42,13 @@ BAD = [
     ("    d: 2\n", "    d: 40\n", "'d'"),  # rejection sampling would never finish
 ]
 
+
+@pytest.mark.parametrize("name", ["../outside", "a/b", ".hidden", "", "x y"])
+def test_experiment_names_are_safe_directory_names(tmp_path, name):
+    path = write_tiny(tmp_path, TINY_YAML.replace("  parabolic-5d:", f"  {name!r}:", 1))
+    with pytest.raises(SpecError, match="experiment name"):
+        load_specs(path)
+
 # Solver settings: (replace the pinn block of elliptic-2d with this, field named in the message)
 BAD_SETTINGS = [
     ("{lr: 1.0e-3, lr_fnal: 1.0e-4}", "lr_fnal", "did you mean 'lr_final'"),
