@@ -15,8 +15,10 @@ with a_1 = W_1 Z + b_1 1^T, d_1j = W_1(:, j) 1^T, q_1j = 0; and then (`eq:pxi_ph
     d_j phi  = W_L (sigma'(a_{L-1}) * d_{L-1,j})
     d_jj phi = W_L (sigma''(a_{L-1}) * d_{L-1,j}^2 + sigma'(a_{L-1}) * q_{L-1,j}).
 
-For L = 3 the paper's q_i is q_{2i} = W_2 (sigma''(a_1) * d_{1i}^2).  PINN, LySep and the baselines all
-use these channels.
+For L = 3 the paper's q_i is q_{2i} = W_2 (sigma''(a_1) * d_{1i}^2).  The channels are computed by the
+engine of :mod:`lysep_cli.channels` (which PINN, LySep and the baselines share); this module holds the
+network's parameters, the full per-input channels (:func:`forward`, for inspection, tests and the
+Levenberg-Marquardt residual), and the PINN loss with its hand-derived gradient (the fast pass).
 """
 
 from __future__ import annotations
@@ -25,27 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import channels as ch_engine
+from .activation import SIGMA
+from .channels import ChannelPlan
 from .problems import OperatorCoefficients
 
 Params = list[tuple[np.ndarray, np.ndarray]]
 """[(W_1, b_1), ..., (W_L, b_L)]: W_l (out, in), b_l (out,)."""
-
-
-# sigma = sin and its derivatives; Theorem 2.1's constants are all 1 for sin.
-def sigma(z: np.ndarray) -> np.ndarray:
-    return np.sin(z)
-
-
-def sigma1(z: np.ndarray) -> np.ndarray:
-    return np.cos(z)
-
-
-def sigma2(z: np.ndarray) -> np.ndarray:
-    return -np.sin(z)
-
-
-def sigma3(z: np.ndarray) -> np.ndarray:
-    return -np.cos(z)
 
 
 def init_params(n_in: int, L: int, M: int, seed: int) -> Params:
@@ -93,28 +81,25 @@ class Channels:
     phi_dd: np.ndarray
 
 
-def _layer_inputs(a: np.ndarray, d: np.ndarray, q: np.ndarray):
-    """h = sigma(a), h_j = sigma'(a) d_j, h_jj = sigma''(a) d_j^2 + sigma'(a) q_j."""
-    s1, s2 = sigma1(a), sigma2(a)
-    return sigma(a), s1 * d, s2 * d * d + s1 * q
+def _all_inputs_plan(n_in: int) -> ChannelPlan:
+    """A plan carrying q_j for every input separately (coefficients unused)."""
+    z = np.zeros((n_in, 0))
+    return ChannelPlan(np.zeros(0), z, tuple(np.array([j]) for j in range(n_in)), z, np.arange(n_in))
 
 
 def forward(params: Params, Z: np.ndarray) -> Channels:
-    """All channels at the points Z (n_in, N)."""
-    (W1, b1) = params[0]
+    """All channels at the points Z (n_in, N), q_j for every input j."""
     n_in, N = Z.shape
-    a = W1 @ Z + b1[:, None]
-    d = np.broadcast_to(W1.T[:, :, None], (n_in, W1.shape[0], N))
-    q = np.zeros((n_in, W1.shape[0], N))
-    A, D, Q = [a], [d], [q]
+    plan = _all_inputs_plan(n_in)
+    layers = [ch_engine.first_layer(*params[0], Z)]
     for W, b in params[1:-1]:
-        h, hd, hdd = _layer_inputs(a, d, q)
-        a = W @ h + b[:, None]
-        d = np.matmul(W, hd)
-        q = np.matmul(W, hdd)
-        A.append(a), D.append(d), Q.append(q)
+        layers.append(ch_engine.next_layer(W, b, layers[-1], plan))
+    full = [ch_engine.materialise(layer, plan) for layer in layers]
+    A = [layer.a for layer in full]
+    D = [layer.d for layer in full]
+    Q = [np.zeros_like(full[0].d)] + [layer.Q for layer in full[1:]]
     WL, bL = params[-1]
-    h, hd, hdd = _layer_inputs(a, d, q)
+    h, hd, hdd = ch_engine.layer_inputs(ch_engine.Layer(A[-1], full[-1].sig, D[-1], Q[-1]), plan)
     phi = (WL @ h)[0] + bL[0]
     phi_d = np.matmul(WL, hd)[:, 0, :]
     phi_dd = np.matmul(WL, hdd)[:, 0, :]
@@ -125,7 +110,7 @@ def value(params: Params, Z: np.ndarray) -> np.ndarray:
     """phi(Z) only, shape (N,)."""
     h = Z
     for W, b in params[:-1]:
-        h = sigma(W @ h + b[:, None])
+        h = SIGMA(W @ h + b[:, None])
     WL, bL = params[-1]
     return (WL @ h)[0] + bL[0]
 
@@ -135,67 +120,62 @@ def residual(ch: Channels, coef: OperatorCoefficients, Y: np.ndarray) -> np.ndar
     return coef.K * ch.phi + np.sum(coef.K1 * ch.phi_d, 0) + np.sum(coef.K2 * ch.phi_dd, 0) - Y
 
 
-def pinn_loss(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray) -> float:
+@dataclass
+class PinnPass:
+    """One forward pass of the engine: hidden layers 1..L-1, the fit matrix at the last, R (N,)."""
+
+    layers: list[ch_engine.Layer]
+    last: ch_engine.Layer
+    fit: ch_engine.Fit
+    R: np.ndarray
+
+
+def pinn_pass(params: Params, Z: np.ndarray, plan: ChannelPlan, Y: np.ndarray) -> PinnPass:
+    """Channels (second derivatives grouped as the plan says), B of `eq:GD_W3` and R = W_L B + b_L K - Y."""
+    layers = [ch_engine.first_layer(*params[0], Z)]
+    for W, b in params[1:-1]:
+        layers.append(ch_engine.next_layer(W, b, layers[-1], plan))
+    last = ch_engine.materialise(layers[-1], plan)
+    fit = ch_engine.fit_matrix(last, plan)
+    WL, bL = params[-1]
+    R = WL[0] @ fit.B
+    R += bL[0] * plan.K
+    R -= Y
+    return PinnPass(layers, last, fit, R)
+
+
+def pinn_loss(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray,
+              plan: ChannelPlan | None = None) -> float:
     """J = (1/N) ||R||^2 (`eq:J-elliptic`, `eq:J-parabolic`, `eq:J-hyberbolic`)."""
-    R = residual(forward(params, Z), coef, Y)
+    R = pinn_pass(params, Z, plan or ChannelPlan.build(coef), Y).R
     return float(R @ R / R.size)
 
 
-def activation_adjoints(a: np.ndarray, d: np.ndarray, q: np.ndarray, H: np.ndarray, Hd: np.ndarray,
-                        Hdd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Adjoints of (a, d_j, q_j) from those of h = sigma(a), h_j = sigma'(a) d_j, h_jj = sigma''(a) d_j^2 + sigma'(a) q_j.
-
-    Shapes: a (M, N); d, q, Hd, Hdd (n_in, M, N) (a trailing sample axis of any length works too);
-    H like a.  Returns (ga like a, gd like d, gq like q).
-    """
-    s1, s2, s3 = sigma1(a), sigma2(a), sigma3(a)
-    ga = s1 * H + np.sum(s2 * d * Hd + (s3 * d * d + s2 * q) * Hdd, axis=0)
-    return ga, s1 * Hd + 2.0 * s2 * d * Hdd, s1 * Hdd
-
-
-def _contract(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """sum_j A_j B_j^T for A (n_in, M, N), B (n_in, K, N): shape (M, K)."""
-    return np.tensordot(A, B, axes=([0, 2], [0, 2]))
-
-
-def backward(params: Params, Z: np.ndarray, ch: Channels, g_phi: np.ndarray, g_phi_d: np.ndarray,
-             g_phi_dd: np.ndarray) -> Params:
-    """Reverse pass: gradients with respect to every (W_l, b_l) of sum_n (g_phi phi + g_phi_d . phi_d + ...).
-
-    g_phi (N,), g_phi_d (n_in, N), g_phi_dd (n_in, N) are the adjoints of the output channels.
-    """
+def backward(params: Params, Z: np.ndarray, fp: PinnPass, plan: ChannelPlan, g: np.ndarray) -> Params:
+    """Gradients of sum_n g_n R_n with respect to every (W_l, b_l), g (N,): the reverse pass of the engine."""
     L = len(params)
     grads: Params = [None] * L  # type: ignore[list-item]
-    # Output layer.
     WL, _ = params[-1]
-    a, d, q = ch.a[-1], ch.d[-1], ch.q[-1]
-    h, hd, hdd = _layer_inputs(a, d, q)
-    gW = (h @ g_phi + np.tensordot(g_phi_d, hd, axes=([0, 1], [0, 2]))
-          + np.tensordot(g_phi_dd, hdd, axes=([0, 1], [0, 2])))[None, :]
-    grads[-1] = (gW, np.array([g_phi.sum()]))
-    # Adjoints of h, h_j, h_jj.
-    w = WL[0][:, None]
-    H, Hd, Hdd = w * g_phi[None, :], w[None] * g_phi_d[:, None, :], w[None] * g_phi_dd[:, None, :]
-    for l in range(L - 2, -1, -1):
-        ga, gd, gq = activation_adjoints(ch.a[l], ch.d[l], ch.q[l], H, Hd, Hdd)
+    grads[-1] = ((fp.fit.B @ g)[None, :], np.array([plan.K @ g]))
+    G = WL[0][:, None] * g[None, :]  # adjoint of B
+    adj = ch_engine.fit_adjoints(G, fp.last, plan, fp.fit)
+    ga, gd, gQ = adj["a"], adj["d"], adj["Q"]
+    if L == 2:  # layer 1 is the last hidden layer: d_1j = W_1(:, j), q_1j = 0
+        grads[0] = (ga @ Z.T + gd.sum(axis=2).T, ga.sum(axis=1))
+        return grads
+    for l in range(L - 2, 1, -1):  # W_{l+1} maps hidden layer l to l+1 (0-based list index l)
         W, _ = params[l]
-        if l == 0:
-            # a_1 = W_1 Z + b_1, d_1j = W_1(:, j), q_1j = 0.
-            grads[0] = (ga @ Z.T + gd.sum(axis=2).T, ga.sum(axis=1))
-            break
-        h, hd, hdd = _layer_inputs(ch.a[l - 1], ch.d[l - 1], ch.q[l - 1])
-        gW = ga @ h.T + _contract(gd, hd) + _contract(gq, hdd)
-        grads[l] = (gW, ga.sum(axis=1))
-        H, Hd, Hdd = W.T @ ga, np.matmul(W.T, gd), np.matmul(W.T, gq)
+        prev = fp.layers[l - 1]
+        grads[l] = (ch_engine.weight_gradient(ga, gd, gQ, prev, plan), ga.sum(axis=1))
+        ga, gd, gQ = ch_engine.input_adjoints(W, ga, gd, gQ, prev, plan)
+    grads[1], grads[0] = ch_engine.first_layers_backward(params[1][0], ga, gd, gQ, fp.layers[0], plan, Z)
     return grads
 
 
-def pinn_loss_and_grad(params: Params, Z: np.ndarray, coef: OperatorCoefficients,
-                       Y: np.ndarray) -> tuple[float, Params]:
+def pinn_loss_and_grad(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray,
+                       plan: ChannelPlan | None = None) -> tuple[float, Params]:
     """J and dJ/d(W_l, b_l) for every layer, hand-derived reverse mode through the channels."""
-    ch = forward(params, Z)
-    R = residual(ch, coef, Y)
-    N = R.size
-    g = 2.0 * R / N
-    grads = backward(params, Z, ch, g * coef.K, g[None] * coef.K1, g[None] * coef.K2)
-    return float(R @ R / N), grads
+    plan = plan or ChannelPlan.build(coef)
+    fp = pinn_pass(params, Z, plan, Y)
+    N = fp.R.size
+    return float(fp.R @ fp.R / N), backward(params, Z, fp, plan, (2.0 / N) * fp.R)

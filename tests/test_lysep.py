@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lysep_cli.network import init_params, pinn_loss, sigma, sigma1, sigma2
+from lysep_cli.activation import SIGMA
+from lysep_cli.network import init_params, pinn_loss
 from lysep_cli.problems import make_problem
 from lysep_cli.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
@@ -14,6 +15,18 @@ from lysep_cli.solvers.settings import SettingsError
 from lysep_cli.solvers.lysep_loss import (LySepData, LySepState, compute_terms, gradient, lysep_loss, penalty,
                                           weights)
 from lysep_cli.solvers.lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
+
+def sigma(z):
+    return SIGMA.derivative(z, 0)
+
+
+def sigma1(z):
+    return SIGMA.derivative(z, 1)
+
+
+def sigma2(z):
+    return SIGMA.derivative(z, 2)
+
 
 CASES = [("elliptic", 2), ("elliptic", 3), ("parabolic", 2), ("hyperbolic", 2)]
 

@@ -3,7 +3,7 @@
 f(theta) = J, grad f = dJ/dtheta, both from one call of :func:`lysep_cli.network.pinn_loss_and_grad`
 (``jac=True``).  No bounds.  ``maxiter = iterations`` (the same iteration budget as PINN-GD and LySep);
 each L-BFGS iteration costs one or more function evaluations (the line search), counted in
-extra["nfev"].  ftol and gtol default to 0 so that the run uses the whole budget unless the line
+diagnostics["nfev"].  ftol and gtol default to 0 so that the run uses the whole budget unless the line
 search fails or ``maxfun`` is reached; such an early stop is followed by a restart (empty memory) while
 the budget lasts.
 """

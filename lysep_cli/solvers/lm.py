@@ -33,7 +33,8 @@ import numpy as np
 import scipy.linalg
 
 from ..jacobian import residual_jacobian
-from ..network import Params, flatten, forward, residual, unflatten
+from ..channels import ChannelPlan
+from ..network import Params, flatten, pinn_pass, unflatten
 from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData, copy_params, diverged
 from .settings import SolverSettings, setting
@@ -69,8 +70,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     Z, coef, Y = data.Z, data.coef, data.Y
     N, P = Z.shape[1], theta.size
     dual = P > N
-    ch = forward(params, Z)
-    R = residual(ch, coef, Y)
+    plan = ChannelPlan.build(coef)
+    fp = pinn_pass(params, Z, plan, Y)
+    R = fp.R
     F = 0.5 * float(R @ R)
     history = [2.0 * F / N]
     diagnostics: dict[str, Any] = {
@@ -83,7 +85,7 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     Jac = np.empty((N, P))
     mu, nu, n_rejected = None, 2.0, 0
     for k in range(n_iter):
-        residual_jacobian(params, Z, coef, ch, out=Jac)
+        residual_jacobian(params, Z, coef, fp, out=Jac, plan=plan)
         if not np.all(np.isfinite(Jac)):
             return diverged(params, {"J": history}, k, f"non-finite Jacobian at iteration {k}",
                             diagnostics=diagnostics)
@@ -96,14 +98,14 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
                 c = scipy.linalg.cho_factor(gram + mu * np.eye(gram.shape[0]), check_finite=False)
                 delta = Jac.T @ scipy.linalg.cho_solve(c, -R) if dual else scipy.linalg.cho_solve(c, -g)
                 new = unflatten(theta + delta, like)
-                ch_new = forward(new, Z)
-                R_new = residual(ch_new, coef, Y)
+                fp_new = pinn_pass(new, Z, plan, Y)
+                R_new = fp_new.R
                 F_new = 0.5 * float(R_new @ R_new)
                 rho = (F - F_new) / (0.5 * float(delta @ (mu * delta - g)))
             except np.linalg.LinAlgError:
                 rho = -1.0
             if np.isfinite(rho) and rho > 0:
-                theta, params, ch, R, F = theta + delta, new, ch_new, R_new, F_new
+                theta, params, fp, R, F = theta + delta, new, fp_new, R_new, F_new
                 mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
                 nu = 2.0
                 break

@@ -23,6 +23,7 @@ from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData
 from .lysep_loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient, lysep_loss,
                          update_terms, weights)
+from .lysep_line import line_model
 from .lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
 from .settings import SolverSettings, setting
 from .steps import Backtracking, FixedStep, StepRule
@@ -99,6 +100,7 @@ class LySepIteration:
         self.J_S = lysep_loss(self.st, data, self.terms).J_S
         self.last_cond = float("nan")
         self.accepted_steps = {b: 0 for b in GRADIENT_BLOCKS}
+        self.use_lines = True  # False: every trial recomputes its constraint groups (tests compare both)
 
     def _set(self, block: str, value: Any) -> None:
         self.st = self.st.with_(**{block: value})
@@ -110,8 +112,17 @@ class LySepIteration:
             return  # fixed tau = 0: only the closed-form updates act
         wt = weights(st, data)
         g = gradient(block, st, data, terms, self.mode, wt)
-        x = getattr(st, block)
         J0 = self.J_S
+        line = line_model(block, st, terms, data, g) if self.use_lines else None
+        if line is not None:
+            # J_S(x - t g) from the block's line model: no constraint group is recomputed per trial.
+            J, t_accepted, _ = self.rules[block].step(J0, float(np.sum(g * g)), lambda t: (line.value(t), t))
+            if t_accepted is not None:
+                self.st, self.terms = line.accept(t_accepted)
+                self.J_S = J
+                self.accepted_steps[block] += 1
+            return
+        x = getattr(st, block)
 
         def trial(t: float):
             st2 = st.with_(**{block: x - t * g})

@@ -46,6 +46,9 @@ from typing import Literal
 
 import numpy as np
 
+from .. import channels as ch_engine
+from ..activation import SIGMA, SigmaValues
+from ..channels import ChannelPlan, Fit, Layer
 from ..network import Params, forward
 from ..problems import OperatorCoefficients
 
@@ -57,7 +60,8 @@ class LySepData:
     """Training data with the coefficient constants of the weights.
 
     Z (n_in, N); K (N,); Kd (n_in, N) the K_j; Kh (n_in, N) the K-hat_j; S index array of the
-    second-derivative channels; Y (N,); k, kj, hj the squared sup norms |K|^2, |K_j|^2, |K-hat_j|^2.
+    second-derivative channels; Y (N,); k, kj, hj the squared sup norms |K|^2, |K_j|^2, |K-hat_j|^2;
+    plan: the channel engine's plan with one group per q_j (LySep's q_j are separate variables).
     """
 
     Z: np.ndarray
@@ -69,13 +73,15 @@ class LySepData:
     k: float
     kj: np.ndarray
     hj: np.ndarray
+    plan: ChannelPlan
 
     @classmethod
     def build(cls, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray) -> "LySepData":
         S = np.flatnonzero(coef.second)
         sup2 = lambda A: np.max(np.abs(A), axis=-1) ** 2  # noqa: E731  |.|_inf^2 over the N points
         hj = np.where(coef.second, sup2(coef.K2), 0.0)
-        return cls(Z, coef.K, coef.K1, coef.K2, S, Y, float(sup2(coef.K)), sup2(coef.K1), hj)
+        return cls(Z, coef.K, coef.K1, coef.K2, S, Y, float(sup2(coef.K)), sup2(coef.K1), hj,
+                   ChannelPlan.build(coef, grouped=False))
 
     @property
     def N(self) -> int:
@@ -97,6 +103,7 @@ class LySepState:
     d1: np.ndarray  # (n_in, M, N)
     d2: np.ndarray  # (n_in, M, N)
     q: np.ndarray  # (|S|, M, N)
+    _plan: ChannelPlan = field(repr=False, compare=False)
 
     @classmethod
     def from_params(cls, params: Params, data: LySepData) -> "LySepState":
@@ -106,7 +113,8 @@ class LySepState:
         ch = forward(params, data.Z)
         (W1, b1), (W2, b2), (W3, b3) = params
         return cls(W1.copy(), b1.copy(), W2.copy(), b2.copy(), W3.copy(), float(b3[0]), ch.a[0].copy(),
-                   ch.a[1].copy(), np.ascontiguousarray(ch.d[0]), ch.d[1].copy(), ch.q[1][data.S].copy())
+                   ch.a[1].copy(), np.ascontiguousarray(ch.d[0]), ch.d[1].copy(), ch.q[1][data.S].copy(),
+                   data.plan)
 
     def params(self) -> Params:
         return [(self.W1.copy(), self.b1.copy()), (self.W2.copy(), self.b2.copy()),
@@ -115,8 +123,8 @@ class LySepState:
     def with_(self, **changes: np.ndarray) -> "LySepState":
         """A new state with some variables replaced; cached sigma(a_l) values of unchanged a_l are kept."""
         new = replace(self, **changes)
-        for name, source in _CACHED.items():
-            if name in self.__dict__ and source not in changes:
+        for name, sources in _CACHED.items():
+            if name in self.__dict__ and not any(v in changes for v in sources):
                 new.__dict__[name] = self.__dict__[name]
         return new
 
@@ -133,26 +141,34 @@ class LySepState:
     def nq(self) -> np.ndarray:
         return np.einsum("jmn,jmn->jn", self.q, self.q)
 
-    # sin and cos of a_l, computed once per value of a_l (sigma = sin: sigma' = cos, sigma'' = -sin).
+    # sigma^(k)(a_l), computed once per value of a_l (sin and cos only).
     @cached_property
-    def s_a1(self) -> np.ndarray:
-        return np.sin(self.a1)
-
-    @cached_property
-    def c_a1(self) -> np.ndarray:
-        return np.cos(self.a1)
+    def sig1(self) -> SigmaValues:
+        return SIGMA.values(self.a1)
 
     @cached_property
-    def s_a2(self) -> np.ndarray:
-        return np.sin(self.a2)
+    def sig2(self) -> SigmaValues:
+        return SIGMA.values(self.a2)
 
     @cached_property
-    def c_a2(self) -> np.ndarray:
-        return np.cos(self.a2)
+    def fit(self) -> Fit:
+        """B of `eq:GD_W3` (and its sums U, V) at (a_2, d_2, q); W_3, b_3 do not enter."""
+        return ch_engine.fit_matrix(self.layer2, self._plan)
+
+    @property
+    def layer1(self) -> Layer:
+        """(a_1, d_1, q_1 = 0) as an engine layer."""
+        return Layer(self.a1, self.sig1, self.d1, None)
+
+    @property
+    def layer2(self) -> Layer:
+        """(a_2, d_2, q) as an engine layer."""
+        return Layer(self.a2, self.sig2, self.d2, self.q)
 
 
-# Cached values of a state and the variable each depends on.
-_CACHED = {"s_a1": "a1", "c_a1": "a1", "s_a2": "a2", "c_a2": "a2", "n1": "d1", "n2": "d2", "nq": "q"}
+# Cached values of a state and the variables each depends on.
+_CACHED = {"sig1": ("a1",), "sig2": ("a2",), "n1": ("d1",), "n2": ("d2",), "nq": ("q",),
+           "fit": ("a2", "d2", "q")}
 
 
 @dataclass
@@ -184,32 +200,34 @@ AFFECTS: dict[str, tuple[str, ...]] = {
 
 
 def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
-    """B of `eq:GD_W3`, shape (M, N)."""
-    s1 = st.c_a2
-    B = st.s_a2 * data.K
-    B += np.sum(s1 * st.d2 * data.Kd[:, None, :], axis=0)
-    S = data.S
-    if S.size:
-        d2S = st.d2[S]
-        B += np.sum(((-st.s_a2) * d2S * d2S + s1 * st.q) * data.Kh[S][:, None, :], axis=0)
-    return B
+    """B of `eq:GD_W3`, shape (M, N) (the channel engine's fit matrix at (a_2, d_2, q))."""
+    return st.fit.B
 
 
 def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
-    """The constraint residual e_name (or r for "fit") at the state."""
+    """The constraint residual e_name (or r for "fit") at the state: the engine's layer map applied to
+    the auxiliary variables of layer 1, minus those of layer 2 (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
     if name == "a1":
         return st.W1 @ data.Z + st.b1[:, None] - st.a1
     if name == "a2":
-        return st.W2 @ st.s_a1 + st.b2[:, None] - st.a2
+        e = ch_engine.propagate_a(st.W2, st.b2, st.layer1)
+        e -= st.a2
+        return e
     if name == "d1":
         return st.W1.T[:, :, None] - st.d1
     if name == "d2":
-        return np.matmul(st.W2, st.c_a1 * st.d1) - st.d2
+        e = ch_engine.propagate_d(st.W2, st.layer1, data.plan)
+        e -= st.d2
+        return e
     if name == "q":
-        d1S = st.d1[data.S]
-        return np.matmul(st.W2, (-st.s_a1) * d1S * d1S) - st.q
+        e = ch_engine.propagate_Q(st.W2, st.layer1, data.plan)
+        e -= st.q
+        return e
     if name == "fit":
-        return (st.W3 @ fit_matrix(st, data))[0] + st.b3 * data.K - data.Y
+        r = st.W3[0] @ st.fit.B
+        r += st.b3 * data.K
+        r -= data.Y
+        return r
     raise KeyError(name)
 
 
@@ -244,11 +262,15 @@ class Weights:
 
 def weights(st: LySepState, data: LySepData) -> Weights:
     """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint."""
+    return weights_from(data, float(np.sum(st.W2 * st.W2)), np.sum(st.W1 * st.W1, axis=0), st.n1, st.n2, st.nq)
+
+
+def weights_from(data: LySepData, w2: float, w1: np.ndarray, n1: np.ndarray, n2: np.ndarray,
+                 nq: np.ndarray) -> Weights:
+    """The rho of every constraint from w2 = ||W_2||^2, w1 = ||W_1(:, j)||^2 (n_in,) and the per-sample
+    norms n1, n2 (n_in, N), nq (|S|, N)."""
     k, kj, hj = data.k, data.kj[:, None], data.hj[:, None]
-    w2 = float(np.sum(st.W2 * st.W2))
-    w1 = np.sum(st.W1 * st.W1, axis=0)
     w1c = w1[:, None]
-    n1, n2, nq = st.n1, st.n2, st.nq
     hS = data.hj[data.S]
     A2 = k + np.sum(kj * n2, 0) + hS @ nq  # D_a2^1(n,n)^2
     A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)  # D_a1^1(n,n)^2
@@ -261,9 +283,14 @@ def weights(st: LySepState, data: LySepData) -> Weights:
 
 def penalty(terms: Terms, wt: Weights) -> float:
     """P = (penalty part of N * J_S) / ||W_3||_F^2, the lambda of the W_3 ridge system."""
-    P = wt.rho_a1 @ terms.E("a1") + wt.rho_a2 @ terms.E("a2")
-    P += np.sum(wt.rho_d1 * terms.E("d1")) + np.sum(wt.rho_d2 * terms.E("d2"))
-    P += wt.rho_q @ np.sum(terms.E("q"), axis=-1)
+    return penalty_from(terms.E, wt)
+
+
+def penalty_from(E, wt: Weights) -> float:
+    """P from the per-sample squared constraint residuals E(name) (a callable or a mapping's get)."""
+    P = wt.rho_a1 @ E("a1") + wt.rho_a2 @ E("a2")
+    P += np.sum(wt.rho_d1 * E("d1")) + np.sum(wt.rho_d2 * E("d2"))
+    P += wt.rho_q @ np.sum(E("q"), axis=-1)
     return float(P)
 
 
@@ -322,46 +349,32 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
     S = data.S
     if block == "W1":
         g = cw * ((wt.rho_a1 * terms.e_a1) @ data.Z.T + np.sum(wt.rho_d1[:, None, :] * terms.e_d1, axis=2).T)
-    elif block == "a1":
-        W2T = st.W2.T
-        s1, s2, s3 = st.c_a1, (-st.s_a1), (-st.c_a1)
-        g = -wt.rho_a1 * terms.e_a1 + s1 * (W2T @ (wt.rho_a2 * terms.e_a2))
-        g = g + np.sum(s2 * st.d1 * np.matmul(W2T, wt.rho_d2[:, None, :] * terms.e_d2), axis=0)
-        if S.size:
-            d1S = st.d1[S]
-            g = g + np.sum(s3 * d1S * d1S * np.matmul(W2T, wt.rho_q[:, None, None] * terms.e_q), axis=0)
-        g = cw * g
-    elif block == "d1":
-        W2T = st.W2.T
-        s1, s2 = st.c_a1, (-st.s_a1)
-        g = -wt.rho_d1[:, None, :] * terms.e_d1 + s1 * np.matmul(W2T, wt.rho_d2[:, None, :] * terms.e_d2)
-        if S.size:
-            g[S] += 2.0 * s2 * st.d1[S] * np.matmul(W2T, wt.rho_q[:, None, None] * terms.e_q)
-        g = cw * g
-    elif block == "W2":
-        s1, s2 = st.c_a1, (-st.s_a1)
-        g = (wt.rho_a2 * terms.e_a2) @ st.s_a1.T
-        for j in range(st.d1.shape[0]):  # loop over the input dimensions: one GEMM each
-            g += (wt.rho_d2[j] * terms.e_d2[j]) @ (s1 * st.d1[j]).T
-        for k, j in enumerate(S):
-            g += (wt.rho_q[k] * terms.e_q[k]) @ (s2 * st.d1[j] * st.d1[j]).T
-        g = cw * g
-    elif block in ("a2", "d2", "q"):
-        Wr = st.W3[0][:, None] * terms.r[None, :]  # W_3^T r, (M, N)
-        s1, s2 = st.c_a2, (-st.s_a2)
-        if block == "a2":
-            dB = st.c_a2 * data.K + np.sum(s2 * st.d2 * data.Kd[:, None, :], axis=0)
-            if S.size:
-                d2S = st.d2[S]
-                dB += np.sum(((-st.c_a2) * d2S * d2S + s2 * st.q) * data.Kh[S][:, None, :], axis=0)
-            g = c * Wr * dB - cw * wt.rho_a2 * terms.e_a2
-        elif block == "d2":
-            dB = s1 * data.Kd[:, None, :]
-            if S.size:
-                dB[S] += 2.0 * s2 * st.d2[S] * data.Kh[S][:, None, :]
-            g = c * Wr * dB - cw * wt.rho_d2[:, None, :] * terms.e_d2
+    elif block in ("a1", "d1", "W2"):
+        # Reverse step through the layer map (a_1, d_1) -> (a_2, d_2, q) seeded with the weighted residuals.
+        ga, gd, gq = (wt.rho_a2 * terms.e_a2, wt.rho_d2[:, None, :] * terms.e_d2,
+                      wt.rho_q[:, None, None] * terms.e_q)
+        if block == "W2":
+            g = ch_engine.weight_gradient(ga, gd, gq, st.layer1, data.plan)
         else:
-            g = c * Wr * s1 * data.Kh[S][:, None, :] - cw * wt.rho_q[:, None, None] * terms.e_q
+            adj_a, adj_d, _ = ch_engine.input_adjoints(st.W2, ga, gd, gq, st.layer1, data.plan,
+                                                       outputs=(block[0],))
+            del ga, gd, gq
+            if block == "a1":
+                g = adj_a
+                g -= wt.rho_a1 * terms.e_a1
+            else:
+                g = adj_d
+                g -= wt.rho_d1[:, None, :] * terms.e_d1
+        g *= cw
+    elif block in ("a2", "d2", "q"):
+        # Through the fit term: the engine's adjoints of B seeded with G = W_3^T r.
+        G = st.W3[0][:, None] * terms.r[None, :]
+        channel = {"a2": "a", "d2": "d", "q": "Q"}[block]
+        adj = ch_engine.fit_adjoints(G, st.layer2, data.plan, st.fit, channels=(channel,))[channel]
+        rho = {"a2": wt.rho_a2, "d2": wt.rho_d2[:, None, :], "q": wt.rho_q[:, None, None]}[block]
+        g = adj
+        g *= c
+        g -= (cw * rho) * getattr(terms, "e_" + block)
     else:
         raise KeyError(block)
     if mode == "through" and block in ("W1", "d1", "W2", "d2", "q"):

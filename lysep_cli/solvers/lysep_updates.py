@@ -26,7 +26,7 @@ def solve_b1(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
 def solve_b2(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
     """`eq:GD_b2`: the rho_a2-weighted mean of a_2 - W_2 sigma(a_1), shape (M,)."""
     w = wt.rho_a2
-    return (st.a2 - st.W2 @ st.s_a1) @ w / np.sum(w)
+    return (st.a2 - st.W2 @ st.sig1.s0) @ w / np.sum(w)
 
 
 @dataclass

@@ -1,0 +1,149 @@
+"""CPU time of the full sweep: every cell of the spec, PINN and LySep, through `lysep run`'s code path.
+
+    python benchmarks/bench_sweep.py [--short 2] [--long 6] [--cells elliptic-10d:150,...]
+                                     [--solvers pinn,lysep] [--repeats 2] [--peer DIR] [--json FILE]
+
+For each (cell, solver) one child process (BLAS on one thread, as in `lysep run`) calls
+``runner.execute`` for ``--short`` and for ``--long`` iterations (``--repeats`` times each, the minimum kept); seconds per iteration is the
+difference divided by the difference of the counts, and the rest of the short run is the per-run
+overhead (data, initial pass, the two W_3 condition numbers of LySep).  The same child measures the
+machine's one-thread GEMM speed at the cell's shapes and gives the GEMM floor of one iteration:
+
+    PINN:  3 (1 + n_in + |S|) products of 2 M^2 N flops (forward channels, adjoints, weight gradients)
+    LySep: the count of benchmarks/bench_lysep.py (gradient + one trial per block, closed forms, bound)
+
+``--peer DIR`` runs the same cells with the lysep_cli package of another checkout (e.g. the commit
+before a change) in alternation with ours, so before/after are measured side by side in one run.
+The full-sweep figure is sum over cells of seeds x (overhead + iterations x s/iteration).
+
+Times are CPU seconds of the child process (time.process_time; one BLAS thread, so this is the
+run's own compute): on a shared machine other processes inflate wall time but hardly the CPU time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int) -> dict:
+    """Runs inside the child process: time runner.execute at each iteration count."""
+    if impl:
+        sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+        sys.path.insert(0, impl)
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    from lysep_cli import runner
+    from lysep_cli.specs import load_specs
+
+    spec = load_specs(str(ROOT / "experiments.yaml"))[experiment]
+    key = runner.RunKey(solver, L, M, 0)
+    runner.execute(spec, key, 1)  # warm-up: data set, imports
+    seconds = [float("inf")] * len(counts)
+    for _ in range(repeats):  # the minimum over repeats: robust to other load on a shared machine
+        for i, n in enumerate(counts):
+            t = time.process_time()
+            runner.execute(spec, key, n)
+            seconds[i] = min(seconds[i], time.process_time() - t)
+    n_in = spec.d + (spec.pde != "elliptic")
+    with threadpool_limits(limits=1):
+        A, B = np.random.rand(n_in * M, M), np.random.rand(M, spec.n_train)
+        A @ B
+        t = time.process_time()
+        for _ in range(10):
+            A @ B
+        gflops = 2.0 * n_in * M * M * spec.n_train * 10 / (time.process_time() - t) / 1e9
+    import lysep_cli
+
+    return {"seconds": seconds, "gflops": gflops, "package": str(Path(lysep_cli.__file__).parent)}
+
+
+def gemm_units(solver: str, n_in: int, s: int) -> float:
+    """GEMM products of 2 M^2 N flops per iteration (see the module docstring)."""
+    if solver == "pinn":
+        return 3.0 * (1 + n_in + s)
+    c = 1 + n_in + s
+    return 2 * c + 2 * (n_in + s) + 2 * c + 2 + 1 + (1 + 2 * n_in)  # a1, d1, W2, b2, W3, bound check
+
+
+def measure(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int) -> dict:
+    cmd = [sys.executable, __file__, "--child", json.dumps([impl, experiment, L, M, solver, counts, repeats])]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True, cwd=ROOT)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--short", type=int, default=2, help="PINN: iterations of the short run")
+    ap.add_argument("--long", type=int, default=6, help="PINN: iterations of the long run")
+    ap.add_argument("--lysep-short", type=int, default=20, help="LySep: sweeps of the short run")
+    ap.add_argument("--lysep-long", type=int, default=40, help="LySep: sweeps of the long run")
+    ap.add_argument("--repeats", type=int, default=2, help="each count timed this often; the minimum is kept")
+    ap.add_argument("--cells", default=None, help="experiment:M,... (default: every cell of the spec)")
+    ap.add_argument("--solvers", default="pinn,lysep")
+    ap.add_argument("--peer", default=None, help="another checkout whose lysep_cli runs beside ours")
+    ap.add_argument("--json", default=None, help="write the measurements here")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(*json.loads(args.child))))
+        return
+
+    sys.path.insert(0, str(ROOT))
+    from lysep_cli.specs import load_specs
+
+    specs = load_specs(str(ROOT / "experiments.yaml"))
+    wanted = None if args.cells is None else {tuple(c.split(":")) for c in args.cells.split(",")}
+    impls = {"ours": ""} | ({"peer": str(Path(args.peer).resolve())} if args.peer else {})
+    counts_of = {"pinn": [args.short, args.long], "lysep": [args.lysep_short, args.lysep_long]}
+    rows, totals = [], {k: 0.0 for k in impls}
+    head = f"{'cell':<20} {'solver':<6} " + " ".join(f"{k + ' s/it':>11}" for k in impls)
+    head += f" {'floor s/it':>10} {'ours/floor':>10}" + (f" {'peer/ours':>9}" if args.peer else "")
+    print(head, flush=True)
+    for spec in specs.values():
+        n_in = spec.d + (spec.pde != "elliptic")
+        s = spec.d  # second-derivative channels: the spatial ones (and t for hyperbolic PDEs)
+        s += spec.pde == "hyperbolic"
+        for L, M in spec.sizes:
+            if wanted is not None and (spec.name, str(M)) not in wanted:
+                continue
+            for solver in args.solvers.split(","):
+                row = {"experiment": spec.name, "L": L, "M": M, "solver": solver}
+                counts = counts_of[solver]
+                for name, impl in impls.items():
+                    m = measure(impl, spec.name, L, M, solver, counts, args.repeats)
+                    t1, t2 = m["seconds"]
+                    per_it = (t2 - t1) / (counts[1] - counts[0])
+                    overhead = max(0.0, t1 - counts[0] * per_it)
+                    run_s = overhead + spec.iterations * per_it
+                    row[name] = {"s_per_it": per_it, "overhead_s": overhead, "run_s": run_s,
+                                 "gflops": m["gflops"], "package": m["package"]}
+                    totals[name] += run_s * len(spec.seeds)
+                floor = gemm_units(solver, n_in, s) * 2.0 * M * M * spec.n_train / 1e9 / row["ours"]["gflops"]
+                row["floor_s_per_it"] = floor
+                rows.append(row)
+                line = f"{spec.name + f' ({L},{M})':<20} {solver:<6} "
+                line += " ".join(f"{row[k]['s_per_it']:>11.4f}" for k in impls)
+                line += f" {floor:>10.4f} {row['ours']['s_per_it'] / floor:>10.2f}"
+                if args.peer:
+                    line += f" {row['peer']['s_per_it'] / row['ours']['s_per_it']:>9.2f}"
+                print(line, flush=True)
+    for name in impls:
+        print(f"full sweep, {name}: {totals[name] / 3600:.2f} CPU-hours "
+              f"(spec iterations x seeds, PINN + LySep as selected, one thread)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"counts": counts_of, "rows": rows, "cpu_hours": {
+            k: v / 3600 for k, v in totals.items()}, "load": os.getloadavg()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
