@@ -222,8 +222,10 @@ def run(
               "directory")
     for path in atomic.remove_stale(results / spec.name):
         _warn(f"removed {path} (left by an interrupted lysep)")
-    for _, problem in plan.invalid:
+    for _, problem in plan.invalid[:5]:
         _warn(f"{problem}; redoing this run")
+    if len(plan.invalid) > 5:
+        _warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
     replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
     typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do, {len(plan.skipped)} skipped (record exists)"
                f"{replaced}; {its} iterations, jobs {jobs}, results in {results}/{spec.name}/", err=True)
