@@ -7,7 +7,8 @@
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
-# Variables: JOBS (worker processes, default 2), RESULTS (output directory), VENV, PYTHON.
+# Variables: JOBS (worker processes, default 2), RESULTS (output directory), ITERATIONS (default: the spec's;
+# 200 for quick), VENV, PYTHON.
 # An interrupted `make reproduce` resumes: finished runs are skipped.
 
 PYTHON ?= python3
@@ -20,11 +21,15 @@ EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
 
 ifeq ($(REPRODUCE),quick)
 RESULTS ?= results/quick
-RUN_FLAGS ?= --sizes smallest --seeds 0-1 --iterations 200
+ITERATIONS ?= 200
+RUN_FLAGS ?= --sizes smallest --seeds 0-1
 else
 RESULTS ?= results
+ITERATIONS ?=
 RUN_FLAGS ?=
 endif
+# Reports show only the runs made with this iteration count (the spec's when empty).
+SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
 .PHONY: install test reproduce reproduce-quick runs outputs
 
@@ -47,20 +52,20 @@ reproduce-quick:
 runs:
 	@for e in $(EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) --results $(RESULTS) $(RUN_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
 
 outputs:
 	@mkdir -p $(RESULTS)/tables
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) table $$e --format latex --results $(RESULTS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
-	  $(LYSEP) table $$e --format markdown --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	  $(LYSEP) table $$e --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
+	  $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
 	done
-	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone --results $(RESULTS) --out $(RESULTS)/tables/tables.tex
-	$(LYSEP) table $(EXPERIMENTS) --format markdown --results $(RESULTS) --out $(RESULTS)/tables/tables.md
-	$(LYSEP) compare $(EXPERIMENTS) --format markdown --results $(RESULTS) --out $(RESULTS)/comparison.md
-	$(LYSEP) compare $(EXPERIMENTS) --format latex --results $(RESULTS) --out $(RESULTS)/comparison.tex
+	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.tex
+	$(LYSEP) table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.md
+	$(LYSEP) compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.md
+	$(LYSEP) compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.tex
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) plot $$e --results $(RESULTS) || exit $$?; \
+	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) || exit $$?; \
 	done
 	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, <experiment>/figures/"

@@ -7,14 +7,14 @@ Each iteration updates, in the paper's order,
 
 and then checks the consistency bound of Theorems 2.1 / 3.1 / 3.3, J <= factor * C * J_S, with
 the PINN loss J of the current W_l, b_l.  The gradient steps use one step rule per block
-(see docs/lysep.md: a single fixed tau stalls or collapses W_3, NOTES.md "Step sizes").
+(see docs/lysep.md, "Step sizes": a single fixed tau stalls or collapses W_3).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Literal
 
 import numpy as np
 
@@ -25,22 +25,42 @@ from .lysep_loss import (LySepData, LySepState, Terms, WeightMode, compute_terms
                          update_terms, weights)
 from .lysep_line import line_model
 from .lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
+from .settings import SolverSettings, setting
+from .steps import Backtracking, FixedStep, StepRule
 
 GRADIENT_BLOCKS = ("W1", "a1", "d1", "W2", "a2", "d2", "q")
 # Algorithm 1's order; "b1", "b2", "W3", "b3" are the closed-form solves.
 ORDER = ("W1", "b1", "a1", "d1", "W2", "b2", "a2", "d2", "q", "W3", "b3")
 
-DEFAULTS: dict[str, Any] = {
-    "step_rule": "backtracking",  # "backtracking" (per block) | "fixed" (the paper's single tau)
-    "tau": 1.0e-8,  # fixed: the step; backtracking: every block's first trial step (docs/lysep.md)
-    "grow": 2.0,  # backtracking: trial step multiplied by this after an accepted step
-    "shrink": 0.5,  # backtracking: trial step multiplied by this after a rejected trial
-    "armijo": 1.0e-4,  # sufficient decrease: J_S(x - t g) <= J_S(x) - armijo * t * ||g||^2
-    "max_tries": 40,  # backtracking: trials before the block is left unchanged this iteration
-    "weights": "frozen",  # "frozen": omega, D recomputed then held fixed in gradients | "through"
-    "w3_b3": "separate",  # "separate": W_3 then b_3 as in the paper | "joint": one solve for [W_3, b_3]
-    "rcond": None,  # cutoff of lstsq for the W_3 system (None: LAPACK's default, machine precision)
-}
+
+@dataclass(frozen=True)
+class Settings(SolverSettings):
+    """LySep (Algorithms 1-3): step rule of the gradient blocks, treatment of the weights, W_3/b_3 solve."""
+
+    step_rule: Literal["backtracking", "fixed"] = setting(
+        "backtracking", doc="backtracking (per block) | fixed (the paper's single tau)")
+    tau: float = setting(1.0e-8, low=0.0, doc="fixed: the step; backtracking: every block's first trial step")
+    grow: float = setting(2.0, low=1.0, doc="backtracking: trial step multiplied by this after an accepted step")
+    shrink: float = setting(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
+                            doc="backtracking: trial step multiplied by this after a rejected trial")
+    armijo: float = setting(1.0e-4, low=0.0, high=1.0, high_open=True,
+                            doc="sufficient decrease: J_S(x - t g) <= J_S(x) - armijo t ||g||^2")
+    max_tries: int = setting(40, low=1, doc="backtracking: trials before the block is left unchanged")
+    weights: Literal["frozen", "through"] = setting(
+        "frozen", doc="frozen: omega, D recomputed then held fixed in the gradients | through")
+    w3_b3: Literal["separate", "joint"] = setting(
+        "separate", doc="separate: W_3 then b_3 as in the paper | joint: one solve for [W_3, b_3]")
+    rcond: float | None = setting(None, low=0.0, doc="lstsq cutoff of the W_3 system (null: machine precision)")
+
+    def size_error(self, L: int, M: int) -> str | None:
+        return None if L == 3 else f"LySep is defined for L = 3 (two hidden layers), got L = {L}"
+
+    def step_rules(self) -> dict[str, StepRule]:
+        """A fresh step rule per gradient block (the rules keep their own step sizes)."""
+        if self.step_rule == "fixed":
+            return {b: FixedStep(self.tau) for b in GRADIENT_BLOCKS}
+        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries)
+                for b in GRADIENT_BLOCKS}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -64,67 +84,6 @@ def bound_factor(pde: str, d: int) -> float:
 
 
 # ------------------------------------------------------------------------------------------------
-# Step rules: small objects, one per gradient block.
-
-
-@dataclass
-class FixedStep:
-    """x <- x - tau * g, always accepted (the paper's rule)."""
-
-    tau: float
-
-    def step(self, J0: float, g2: float, trial: Callable[[float], tuple[float, Any]]):
-        J, payload = trial(self.tau)
-        return J, payload, self.tau
-
-
-@dataclass
-class Backtracking:
-    """Armijo backtracking on J_S; the trial step grows after each success."""
-
-    tau: float
-    grow: float
-    shrink: float
-    armijo: float
-    max_tries: int
-
-    def step(self, J0: float, g2: float, trial: Callable[[float], tuple[float, Any]]):
-        t = self.tau
-        for _ in range(self.max_tries):
-            J, payload = trial(t)
-            if np.isfinite(J) and J <= J0 - self.armijo * t * g2:
-                self.tau = t * self.grow
-                return J, payload, t
-            t *= self.shrink
-        self.tau = t
-        return J0, None, 0.0
-
-
-def make_rules(settings: dict[str, Any]) -> dict[str, FixedStep | Backtracking]:
-    if settings["step_rule"] == "fixed":
-        return {b: FixedStep(float(settings["tau"])) for b in GRADIENT_BLOCKS}
-    if settings["step_rule"] == "backtracking":
-        return {b: Backtracking(float(settings["tau"]), float(settings["grow"]), float(settings["shrink"]),
-                                float(settings["armijo"]), int(settings["max_tries"])) for b in GRADIENT_BLOCKS}
-    raise ValueError(f"lysep: unknown step_rule {settings['step_rule']!r} (backtracking | fixed)")
-
-
-def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    """Defaults filled in; unknown keys and bad choices raise ValueError."""
-    unknown = set(settings) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(f"lysep: unknown setting(s) {sorted(unknown)}; known: {sorted(DEFAULTS)}")
-    s = {**DEFAULTS, **settings}
-    if s["weights"] not in ("frozen", "through"):
-        raise ValueError(f"lysep: weights must be 'frozen' or 'through', got {s['weights']!r}")
-    if s["w3_b3"] not in ("separate", "joint"):
-        raise ValueError(f"lysep: w3_b3 must be 'separate' or 'joint', got {s['w3_b3']!r}")
-    if float(s["tau"]) < 0:
-        raise ValueError("lysep: tau must be >= 0")
-    return s
-
-
-# ------------------------------------------------------------------------------------------------
 
 
 class LySepIteration:
@@ -134,11 +93,12 @@ class LySepIteration:
     """Trials through the blocks' line models (solvers/lysep_line.py); False: every trial recomputes its
     constraint groups from the state (the direct reference the tests compare with)."""
 
-    def __init__(self, params0: Params, data: LySepData, settings: dict[str, Any]):
+    def __init__(self, params0: Params, data: LySepData, settings: Settings,
+                 rules: dict[str, StepRule] | None = None):
         self.data = data
         self.s = settings
-        self.mode: WeightMode = settings["weights"]
-        self.rules = make_rules(settings)
+        self.mode: WeightMode = settings.weights
+        self.rules = settings.step_rules() if rules is None else rules
         self.st = LySepState.from_params(params0, data)
         self.terms: Terms = compute_terms(self.st, data)
         self.J_S = lysep_loss(self.st, data, self.terms).J_S
@@ -151,8 +111,8 @@ class LySepIteration:
 
     def _gradient_step(self, block: str) -> None:
         st, data, terms = self.st, self.data, self.terms
-        if self.s["step_rule"] == "fixed" and float(self.s["tau"]) == 0.0:
-            return  # tau = 0: only the closed-form updates act
+        if self.rules[block].inactive:
+            return  # fixed tau = 0: only the closed-form updates act
         wt = weights(st, data)
         g = gradient(block, st, data, terms, self.mode, wt)
         J0 = self.J_S
@@ -191,12 +151,12 @@ class LySepIteration:
                 self._set("b2", solve_b2(self.st, data, weights(self.st, data)))
             elif block == "W3":
                 sol = solve_W3(self.st, data, self.terms, weights(self.st, data),
-                               joint=self.s["w3_b3"] == "joint", rcond=self.s["rcond"], with_cond=with_cond)
+                               joint=self.s.w3_b3 == "joint", rcond=self.s.rcond, with_cond=with_cond)
                 self.last_cond = sol.cond
                 self._set("W3", sol.W3)
                 if sol.b3 is not None:
                     self._set("b3", sol.b3)
-            elif block == "b3" and self.s["w3_b3"] == "separate":
+            elif block == "b3" and self.s.w3_b3 == "separate":
                 self._set("b3", solve_b3(self.st, data))
             if block not in GRADIENT_BLOCKS:
                 self.J_S = lysep_loss(self.st, data, self.terms).J_S
@@ -207,27 +167,27 @@ def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
     return float(np.linalg.norm(new - old) / n) if n > 0 else float("nan")
 
 
-def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
           iterations: int, progress: Progress | None = None) -> SolveResult:
     """Run Algorithm 1 (elliptic), 2 (parabolic) or 3 (hyperbolic) for ``iterations`` sweeps.
 
     history: "J_S" and "J" (PINN loss of the current W_l, b_l), iterations + 1 entries each
-    (the initial values first).  extra["bound"]: the Theorem 2.1/3.1/3.3 check of every iteration.
+    (the initial values first).  bound: the Theorem 2.1/3.1/3.3 check of every iteration.
     """
-    s = check_settings(settings)
+    s = Settings.coerce(settings)
     ld = LySepData.build(data.Z, data.coef, data.Y)
     C = theorem_constant()
     factor = bound_factor(problem.pde, problem.d) * C
-    it = LySepIteration(params0, ld, s)
+    it = LySepIteration(params0, ld, s, s.step_rules())
     J0 = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
     hist_JS, hist_J = [it.J_S], [J0]
     violations, worst_ratio = 0, J0 / it.J_S if it.J_S > 0 else float("nan")
     first_violation: int | None = None
     J_first_solve: float | None = None
     cond_first = float("nan")
-    status, diverged_at = "ok", None
+    status, diverged_at = ("ok", None) if np.isfinite(it.J_S) and np.isfinite(J0) else ("diverged", 0)
     t0 = time.perf_counter()
-    for k in range(iterations):
+    for k in range(iterations if status == "ok" else 0):
         it.sweep(with_cond=k in (0, iterations - 1))
         J = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
         hist_JS.append(it.J_S)
@@ -246,22 +206,20 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
             progress(k, J)
     seconds = time.perf_counter() - t0
     st, (W1, b1), (W2, b2) = it.st, params0[0], params0[1]
-    extra = {
-        "bound": {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
-                  "violations": violations, "checked": len(hist_J) - 1, "first_violation": first_violation,
-                  "max_ratio_J_over_J_S": worst_ratio},
-        "diagnostics": {
-            "J_after_first_W3_solve": J_first_solve,
-            "W3_norm": float(np.linalg.norm(st.W3)),
-            "W3_system_cond_first": cond_first,
-            "W3_system_cond_last": it.last_cond,
-            "move_W1": _relative_move(st.W1, W1), "move_b1": _relative_move(st.b1, b1),
-            "move_W2": _relative_move(st.W2, W2), "move_b2": _relative_move(st.b2, b2),
-            "accepted_steps": it.accepted_steps,
-            "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
-            "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
-        },
-        "settings_used": dict(s),
+    bound = {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
+             "violations": violations, "checked": len(hist_J) - 1, "first_violation": first_violation,
+             "max_ratio_J_over_J_S": worst_ratio}
+    diagnostics = {
+        "J_after_first_W3_solve": J_first_solve,
+        "W3_norm": float(np.linalg.norm(st.W3)),
+        "W3_system_cond_first": cond_first,
+        "W3_system_cond_last": it.last_cond,
+        "move_W1": _relative_move(st.W1, W1), "move_b1": _relative_move(st.b1, b1),
+        "move_W2": _relative_move(st.W2, W2), "move_b2": _relative_move(st.b2, b2),
+        "accepted_steps": it.accepted_steps,
+        "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
+        "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
     }
-    return SolveResult(st.params(), {"J": hist_J, "J_S": hist_JS}, status, diverged_at, J_S=hist_JS[-1],
-                       extra=extra)
+    message = "" if status == "ok" else f"non-finite J or J_S at iteration {diverged_at}"
+    return SolveResult(st.params(), {"J": hist_J, "J_S": hist_JS}, status, message, diverged_at=diverged_at,
+                       J_S=hist_JS[-1], bound=bound, diagnostics=diagnostics)

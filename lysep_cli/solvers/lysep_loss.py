@@ -23,7 +23,7 @@ carries ||W_3||_F^2, so
     P = sum_n [rho_a1 E_a1 + rho_a2 E_a2 + sum_j (rho_d1j E_d1j + rho_d2j E_d2j) + sum_{j in S} rho_qj E_qj]
 
 with E_x[n] = ||e_x[:, n]||^2 the squared constraint residual of sample n and rho = omega D^2 / ||W_3||^2.
-P is the lambda of the W_3 ridge step (NOTES.md: the paper's lambda misses a |K-hat|^2 factor).
+P is the lambda of the W_3 ridge step (docs/paper-notes.md: the paper's lambda misses a |K-hat|^2 factor).
 With the paper's omega and D lists (generic form, h_j = |K-hat_j|_inf^2, k_j = |K_j|_inf^2,
 k = |K|_inf^2, w2 = ||W_2||^2, w1j = ||W_1(:,j)||^2, n1j = ||d_1j[n]||^2, n2j, nqj likewise):
 
