@@ -2,8 +2,10 @@
 #
 #   make install          .venv with the package (editable) and the test tools
 #   make test             the test suite
-#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep; 2000 iterations),
-#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures
+#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep; 2000 iterations)
+#                         into the committed archive results/paper/ (runs already there are skipped),
+#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
+#                         RESULTS=DIR reruns everything into DIR instead
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
@@ -24,7 +26,7 @@ RESULTS ?= results/quick
 ITERATIONS ?= 200
 RUN_FLAGS ?= --sizes smallest --seeds 0-1
 else
-RESULTS ?= results
+RESULTS ?= results/paper
 ITERATIONS ?=
 RUN_FLAGS ?=
 endif

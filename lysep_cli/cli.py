@@ -337,6 +337,51 @@ def compare(
 
 
 @app.command(cls=_Command)
+@_guarded("nothing written; the runs checked so far are listed above")
+def verify(
+    experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
+    sample: Optional[int] = typer.Option(None, "--sample", help="rerun K archived runs (default 3)"),
+    all_runs: bool = typer.Option(False, "--all", metavar="", help="rerun every archived run"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random sample"),
+    cheapest: bool = typer.Option(False, "--cheapest", metavar="",
+                                  help="the K runs with the smallest recorded time instead of a random sample"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    results: Path = typer.Option(Path("results/paper"), "--results", help="archive to check"),
+    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+) -> None:
+    """Rerun archived runs and check their numbers: bit-identical here, else within 1e-9 relative."""
+    from . import verify as verifier
+
+    try:
+        if all_runs and sample is not None:
+            raise SpecError("--sample and --all exclude each other")
+        _positive(sample, "--sample")
+        if seed < 0:
+            raise SpecError(f"--seed must be >= 0, got {seed}")
+        chosen = _report_specs(config, experiments, results, None, iterations)
+    except SpecError as exc:
+        _fail(str(exc))
+    sel = _selection(results, chosen, iterations)
+    pool = verifier.candidates(sel.records)
+    if not pool:
+        _nothing_to_show(results, chosen, sel)
+    picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
+    estimate = sum(r.seconds for r in picked)
+    typer.echo(f"verifying {len(picked)} of {len(pool)} archived run(s) under {results}/ "
+               f"(about {estimate:.0f} s of recorded run time)", err=True)
+    by_name = {s.name: s for s in chosen}
+    bad = 0
+    for rec in picked:
+        check = verifier.verify(by_name[rec.experiment], rec, results)
+        bad += not check.ok
+        typer.echo(check.line())
+    typer.echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
+               + (f"; {bad} do not (tolerance {verifier.TOLERANCE:g} relative)" if bad else ""))
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command(cls=_Command)
 @_guarded("figures written so far are complete, the one in progress left no file")
 def plot(
     experiment: str = typer.Argument(..., help="experiment name"),
