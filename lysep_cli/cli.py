@@ -1,7 +1,8 @@
 """The ``lysep`` command line: parse, call, print.
 
-Bad input (spec file, experiment name, selectors) is reported as one line on stderr with exit code 2,
-before anything is written.  Ctrl-C during ``lysep run`` keeps the finished runs and exits 130.
+Bad input (spec file, experiment name, selectors, scheduler address) is reported as one line on stderr
+with exit code 2, before anything is written.  Ctrl-C during ``lysep run`` keeps the finished runs and
+exits 130 (143 for SIGTERM during a cluster sweep); runs that fail on a cluster make it exit 1.
 """
 
 from __future__ import annotations
@@ -85,8 +86,15 @@ def run(
     jobs: int = typer.Option(1, "--jobs", help="worker processes"),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="dask scheduler tcp://HOST:PORT, local, local:N or none "
+        "(default: $LYSEP_SCHEDULER); one task per run, see docs/cluster.md"),
+    scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file",
+                                                  help="dask scheduler file (JSON with the address)"),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to reach the scheduler"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; existing records are skipped."""
+    from . import cluster
     from .solvers import get_solver
 
     try:
@@ -103,25 +111,46 @@ def run(
                 get_solver(name)
             except (ImportError, AttributeError) as exc:
                 raise SpecError(f"solver {name!r} is not available: {exc}") from None
-    except SpecError as exc:
+        if connect_timeout <= 0:
+            raise SpecError(f"--connect-timeout must be > 0, got {connect_timeout:g}")
+        target = cluster.resolve_target(scheduler, scheduler_file)
+    except (SpecError, cluster.ClusterError) as exc:
         _fail(str(exc))
     its = iterations if iterations is not None else spec.iterations
     plan = runner.plan_runs(spec, solvers, size_list, seed_list, its, results, force)
+    session = None
+    if target is not None and plan.todo:
+        try:
+            session = cluster.Session.open(target, timeout=connect_timeout)
+        except cluster.ClusterError as exc:
+            _fail(str(exc))
+    where = f"scheduler {session.describe()}" if session is not None else f"jobs {jobs}"
     typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do, {len(plan.skipped)} skipped (record exists)"
                + (f", {len(plan.stale)} redone (record had other settings)" if plan.stale else "")
-               + f"; {its} iterations, jobs {jobs}, results in {results}/{spec.name}/", err=True)
+               + f"; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
     from .progress import RichReporter
 
     reporter = RichReporter(spec.name)
+    failed: list[tuple[runner.RunKey, str]] = []
     try:
-        new = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter)
-    except KeyboardInterrupt:
+        new = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter, cluster=session)
+    except runner.RunsFailed as exc:
+        new, failed = exc.done, exc.failed
+    except KeyboardInterrupt as exc:
         typer.echo(f"\ninterrupted: {reporter.finished} finished run(s) kept, the run(s) in flight "
                    "left no file; rerun the same command to resume", err=True)
-        raise typer.Exit(130)
-    typer.echo(f"\nsummary of {spec.name} ({len(new)} run(s) done now, {len(plan.skipped)} from earlier):")
+        raise typer.Exit(getattr(exc, "exit_code", 130))
+    finally:
+        if session is not None:
+            session.close()
+    typer.echo(f"\nsummary of {spec.name} ({len(new)} run(s) done now, {len(plan.skipped)} skipped as done "
+               f"earlier, {len(failed)} failed):")
     for line in runner.summary_lines(new + plan.skipped):
         typer.echo("  " + line)
+    if failed:
+        for key, error in failed:
+            typer.echo(f"  failed: {key.label()}: {error}")
+        raise typer.Exit(1)
 
 
 @app.command()

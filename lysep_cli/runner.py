@@ -198,6 +198,8 @@ class Reporter:
 
     def done(self, key: RunKey, record: dict[str, Any]) -> None: ...
 
+    def failed(self, key: RunKey, error: str) -> None: ...
+
     def stop(self) -> None: ...
 
 
@@ -283,13 +285,45 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
     return sorted(done, key=lambda r: order[RunKey(r["solver"], r["L"], r["M"], r["seed"])])
 
 
+class RunsFailed(RuntimeError):
+    """Some runs raised (on a cluster worker); ``done`` holds the records written, ``failed`` the
+    (key, error text) of the others."""
+
+    def __init__(self, done: list[dict[str, Any]], failed: list[tuple[RunKey, str]]):
+        super().__init__(f"{len(failed)} run(s) failed")
+        self.done, self.failed = done, failed
+
+
+def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
+                    reporter: Reporter, cluster: Any) -> list[dict[str, Any]]:
+    """One task per run on a dask cluster (``cluster`` is a :class:`lysep_cli.cluster.Session`);
+    the records are written here, by the client, as the tasks finish."""
+    done: list[dict[str, Any]] = []
+    failed: list[tuple[RunKey, str]] = []
+    for out in cluster.results(spec, keys, iterations, reporter):
+        if out.error is not None:
+            failed.append((out.key, out.error))
+            reporter.failed(out.key, out.error)
+            continue
+        records.write_record(results_dir, out.record, out.params)
+        reporter.done(out.key, out.record)
+        done.append(out.record)
+    order = {key: i for i, key in enumerate(keys)}
+    done.sort(key=lambda r: order[RunKey(r["solver"], r["L"], r["M"], r["seed"])])
+    if failed:
+        raise RunsFailed(done, sorted(failed, key=lambda f: order[f[0]]))
+    return done
+
+
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
-                   jobs: int = 1, reporter: Reporter | None = None) -> list[dict[str, Any]]:
+                   jobs: int = 1, reporter: Reporter | None = None, cluster: Any = None) -> list[dict[str, Any]]:
     """Run ``keys`` and write their records (and the experiment's data.npz); returns the new records
     in the order of ``keys``.
 
     Records are written as runs finish, so an interruption (KeyboardInterrupt) keeps every finished
-    run and leaves no file for the runs in flight.
+    run and leaves no file for the runs in flight.  With ``cluster`` (a connected
+    :class:`lysep_cli.cluster.Session`) the runs are tasks on a dask cluster and ``jobs`` is ignored;
+    runs that raise there are reported and the rest go on (:class:`RunsFailed` at the end).
     """
     results_dir = Path(results_dir)
     reporter = reporter or Reporter()
@@ -299,6 +333,8 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     records.save_data(results_dir, spec.name, Z_train, Z_test)
     reporter.start(len(keys))
     try:
+        if cluster is not None:
+            return _run_on_cluster(spec, keys, iterations, results_dir, reporter, cluster)
         if jobs <= 1 or len(keys) == 1:
             return _run_sequential(spec, keys, iterations, results_dir, reporter)
         return _run_parallel(spec, keys, iterations, results_dir, reporter, min(jobs, len(keys)))
