@@ -7,7 +7,9 @@
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
-# Variables: JOBS (worker processes, default 2), RESULTS (output directory), VENV, PYTHON.
+# Variables: JOBS (worker processes, default 2), RESULTS (output directory), VENV, PYTHON;
+# SCHEDULER (a dask scheduler tcp://HOST:PORT, local or local:N) or SCHEDULER_FILE (a dask scheduler
+# file) runs the sweep on a dask cluster instead of JOBS local processes (docs/cluster.md).
 # An interrupted `make reproduce` resumes: finished runs are skipped.
 
 PYTHON ?= python3
@@ -15,6 +17,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LYSEP := $(BIN)/lysep
 JOBS ?= 2
+SCHEDULER ?=
+SCHEDULER_FILE ?=
+CLUSTER_FLAGS := $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(SCHEDULER_FILE),--scheduler-file $(SCHEDULER_FILE))
 REPRODUCE ?= full
 EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
 
@@ -46,8 +51,8 @@ reproduce-quick:
 
 runs:
 	@for e in $(EXPERIMENTS); do \
-	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) --results $(RESULTS) $(RUN_FLAGS) || exit $$?; \
+	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(RUN_FLAGS) || exit $$?; \
 	done
 
 outputs:

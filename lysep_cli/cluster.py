@@ -254,8 +254,8 @@ class Session:
         except (OSError, TimeoutError, ValueError) as exc:
             if local is not None:
                 local.close()
-            where = target.describe()
-            raise ClusterError(f"cannot reach the dask scheduler at {where}: {' '.join(str(exc).split()) or type(exc).__name__}") from None
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise ClusterError(f"cannot reach the dask scheduler at {target.describe()}: {detail}") from None
         return cls(client, target, local)
 
     def __enter__(self) -> "Session":
