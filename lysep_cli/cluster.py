@@ -20,16 +20,19 @@ only when a scheduler is actually used.  See docs/cluster.md.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import os
 import queue as queue_mod
 import signal
+import sys
 import threading
 import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
@@ -145,9 +148,36 @@ def resolve_target(scheduler: str | None, scheduler_file: Path | None,
 # ---------------------------------------------------------------------------------------------
 # The task run by a worker.
 
+_MALLOC_TUNED = False
+
+
+def _restore_malloc_thresholds() -> None:
+    """Undo the nanny's ``MALLOC_TRIM_THRESHOLD_`` (once per worker process, glibc only).
+
+    dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` to hand memory back to the OS.
+    Setting any malloc threshold switches off glibc's dynamic mmap threshold, so every temporary
+    array above 128 KiB is mmap-ed and unmapped again, page faults included: the solvers, which make
+    many such temporaries, then run about twice as slowly (measured; benchmarks/bench_cluster.py).
+    This sets the thresholds glibc itself adapts to (mmap 32 MiB, trim 64 MiB).  Allocation changes
+    no number.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    if "MALLOC_TRIM_THRESHOLD_" not in os.environ or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: nothing to undo
+        pass
+
 def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
              topic: str | None = None) -> tuple[dict[str, Any], Params]:
     """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events."""
+    _restore_malloc_thresholds()
     log = None
     if topic is not None:
         try:
@@ -195,14 +225,6 @@ def _import_distributed() -> Any:
     return distributed
 
 
-def _has_bokeh() -> bool:
-    try:
-        import bokeh  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _error_text(exc: BaseException | None) -> str:
     if exc is None:
         return "unknown error"
@@ -236,6 +258,7 @@ class Session:
     def __init__(self, client: Any, target: Target, local: Any = None):
         self.client, self.target, self.local = client, target, local
         self._outstanding: dict[Any, tuple[Any, RunKey]] = {}
+        self.warnings: list[str] = []
 
     @classmethod
     def open(cls, target: Target, timeout: float = CONNECT_TIMEOUT) -> "Session":
@@ -246,7 +269,7 @@ class Session:
             if target.local_workers is not None:
                 local = distributed.LocalCluster(
                     n_workers=target.local_workers, threads_per_worker=1, processes=True,
-                    dashboard_address=f":{DASHBOARD_PORT}" if _has_bokeh() else None,
+                    dashboard_address=f":{DASHBOARD_PORT}",
                     silence_logs=logging.ERROR)
                 client = distributed.Client(local, timeout=timeout, set_as_default=False)
             else:
@@ -256,7 +279,37 @@ class Session:
                 local.close()
             detail = " ".join(str(exc).split()) or type(exc).__name__
             raise ClusterError(f"cannot reach the dask scheduler at {target.describe()}: {detail}") from None
-        return cls(client, target, local)
+        session = cls(client, target, local)
+        if local is None:
+            try:
+                session.warnings = session._check_workers()
+            except BaseException:
+                session.close()
+                raise
+        return session
+
+    def _check_workers(self) -> list[str]:
+        """Every worker connected now must import lysep (a worker that cannot unpickle a task dies,
+        and the sweep would wait for ever): ClusterError otherwise.  Other lysep or numpy versions
+        than the client's are a warning (the numbers could differ from ``--jobs 1``)."""
+        # Builtins only: a function of lysep's own would fail to unpickle on exactly those workers.
+        probe = self.client.run(exec, "import lysep_cli.cluster", on_error="return")
+        bad = {w: e for w, e in probe.items() if isinstance(e, BaseException)}
+        if bad:
+            worker, exc = sorted(bad.items())[0]
+            raise ClusterError(f"{len(bad)} of {len(probe)} dask worker(s) cannot import lysep ({worker}: "
+                               f"{_error_text(exc)}); install 'lysep[dask]' where the workers run")
+        mine = runner._versions()
+        warnings = []
+        for package in ("lysep", "numpy"):
+            if package not in mine:
+                continue
+            theirs = self.client.run(metadata.version, package, on_error="return")
+            other = sorted({str(v) for v in theirs.values() if v != mine[package]})
+            if other:
+                warnings.append(f"workers run {package} {', '.join(other)}, this machine {mine[package]}: "
+                                "numbers may differ from --jobs 1")
+        return warnings
 
     def __enter__(self) -> "Session":
         return self
@@ -265,15 +318,17 @@ class Session:
         self.close()
 
     def describe(self) -> str:
-        """``tcp://... (N workers, dashboard URL)`` for the header line."""
+        """``ADDRESS (N worker(s), dashboard URL)`` for the header line."""
         try:
-            n = len(self.client.scheduler_info().get("workers", {}))
-        except Exception:
-            n = -1
-        text = f"{self.target.describe()} ({n} worker(s)" if n >= 0 else f"{self.target.describe()} ("
-        link = self.client.dashboard_link if (self.local is None or _has_bokeh()) else None
-        text += f", dashboard {link})" if link else ")"
-        return text + (" - runs wait until workers join" if n == 0 else "")
+            info = self.client.scheduler_info()
+        except Exception:  # only cosmetic
+            return self.target.describe()
+        n = len(info.get("workers", {}))
+        text = f"{self.target.describe()} ({n} worker(s)"
+        if "dashboard" in info.get("services", {}):
+            text += f", dashboard {self.client.dashboard_link}"
+        text += ") - runs wait until workers join" if n == 0 else ")"
+        return "; ".join([text] + [f"warning: {w}" for w in self.warnings])
 
     def cancel(self) -> None:
         """Cancel every task of this client still outstanding."""
@@ -319,7 +374,9 @@ class Session:
                 futures = self._outstanding = {}
                 for key in keys:
                     name = f"lysep-{spec.name}-{key.solver}-L{key.L}-M{key.M}-seed{key.seed}-{token}"
-                    fut = self.client.submit(run_task, spec, key, iterations, topic, key=name, pure=False)
+                    # Larger networks first (longest runs first: a shorter tail); the plan is unchanged.
+                    fut = self.client.submit(run_task, spec, key, iterations, topic, key=name, pure=False,
+                                             priority=(key.L - 1) * key.M * key.M)
                     futures[fut.key] = (fut, key)
                     fut.add_done_callback(lambda f: events.put(("done", f.key)))
                 remaining = len(futures)

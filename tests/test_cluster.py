@@ -324,3 +324,21 @@ def test_external_scheduler_and_workers(tmp_path, external_cluster):
         while time.monotonic() < deadline and client.run_on_scheduler(lysep_tasks):
             time.sleep(0.2)
         assert not client.run_on_scheduler(lysep_tasks)
+
+    # A worker that cannot import lysep would die on its first task: refused up front, nothing written.
+    fake = tmp_path / "fake" / "lysep_cli"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no lysep on this worker')\n")
+    env = {**os.environ, "PYTHONPATH": str(fake.parent)}
+    bad = subprocess.Popen([sys.executable, "-m", "dask", "worker", "--scheduler-file", str(sfile), "--nthreads", "1",
+                            "--no-dashboard"], cwd=wdir, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        client.wait_for_workers(3, timeout=30)
+        proc = _lysep(base + KEYS + ["--iterations", "50", "--results", "res2"], cdir)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err
+        assert "1 of 3 dask worker(s) cannot import lysep" in err and "no lysep on this worker" in err
+        assert not (cdir / "res2").exists()
+    finally:
+        stop(bad)
