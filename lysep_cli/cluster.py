@@ -174,6 +174,7 @@ def _restore_malloc_thresholds() -> None:
     except (OSError, AttributeError):  # not glibc: nothing to undo
         pass
 
+
 def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
              topic: str | None = None) -> tuple[dict[str, Any], Params]:
     """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events."""
@@ -249,6 +250,24 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """Processes started within the block ignore SIGINT (inherited through exec).
+
+    Ctrl-C in a terminal reaches the whole process group, the workers of a LocalCluster included;
+    the client alone handles it (cancels, closes the cluster), without a traceback from each worker.
+    (A worker that its nanny restarts later does not inherit this.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Session:
     """A connected dask client (and the LocalCluster it started, if any).
 
@@ -267,10 +286,10 @@ class Session:
         local = None
         try:
             if target.local_workers is not None:
-                local = distributed.LocalCluster(
-                    n_workers=target.local_workers, threads_per_worker=1, processes=True,
-                    dashboard_address=f":{DASHBOARD_PORT}",
-                    silence_logs=logging.ERROR)
+                with _workers_ignore_sigint():
+                    local = distributed.LocalCluster(
+                        n_workers=target.local_workers, threads_per_worker=1, processes=True,
+                        dashboard_address=f":{DASHBOARD_PORT}", silence_logs=logging.ERROR)
                 client = distributed.Client(local, timeout=timeout, set_as_default=False)
             else:
                 client = distributed.Client(target.address, timeout=timeout, set_as_default=False)

@@ -108,6 +108,16 @@ def test_resolve_target(tmp_path):
         cluster.resolve_target("local", f, {})
 
 
+def test_without_distributed_one_line(tiny, monkeypatch):
+    """--scheduler without the dask extra installed: one line naming the extra, exit 2."""
+    monkeypatch.setitem(sys.modules, "distributed", None)  # makes `import distributed` fail
+    config, results = tiny
+    result = cli.invoke(app, ["run", "elliptic-2d", "--config", str(config), "--results", str(results),
+                              "--scheduler", "local:1"] + KEYS)
+    assert result.exit_code == 2 and "pip install 'lysep[dask]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not results.exists()
+
+
 def _bad_file(tmp_path: Path, text: str | None) -> list[str]:
     path = tmp_path / "sched.json"
     if text is not None:
