@@ -14,6 +14,7 @@ import queue as queue_mod
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata
@@ -300,14 +301,15 @@ def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, r
     the records are written here, by the client, as the tasks finish."""
     done: list[dict[str, Any]] = []
     failed: list[tuple[RunKey, str]] = []
-    for out in cluster.results(spec, keys, iterations, reporter):
-        if out.error is not None:
-            failed.append((out.key, out.error))
-            reporter.failed(out.key, out.error)
-            continue
-        records.write_record(results_dir, out.record, out.params)
-        reporter.done(out.key, out.record)
-        done.append(out.record)
+    with closing(cluster.results(spec, keys, iterations, reporter)) as outcomes:  # closed: cancels the rest
+        for out in outcomes:
+            if out.error is not None:
+                failed.append((out.key, out.error))
+                reporter.failed(out.key, out.error)
+                continue
+            records.write_record(results_dir, out.record, out.params)
+            reporter.done(out.key, out.record)
+            done.append(out.record)
     order = {key: i for i, key in enumerate(keys)}
     done.sort(key=lambda r: order[RunKey(r["solver"], r["L"], r["M"], r["seed"])])
     if failed:
