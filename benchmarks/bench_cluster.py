@@ -20,7 +20,9 @@ reported apart (``lysep run`` pays it once per invocation).  Figures:
   target <= 0.2 s;
 * per run, the worker time not spent computing: (wall x workers - sum of the records' ``seconds``) /
   runs; dispatch, transfer and writing, plus idle workers at the end of the sweep;
-* the load average before and after (the machine may be shared: a loaded machine lowers the speed-up).
+* the load: the load average before and after, and for each way the cores that other processes used
+  meanwhile (/proc/stat minus this process tree): on a shared machine they lower the speed-up, for
+  ``--jobs`` as much as for the cluster.
 
 Every way must give the same records (timings aside); the script checks it.
 
@@ -66,6 +68,19 @@ def compute_seconds(out: Path, name: str) -> float:
     return sum(r["seconds"] for r in records.load_records(out, [name]))
 
 
+def machine_busy() -> float:
+    """CPU-seconds all processes of this machine have used since boot (/proc/stat, all cores)."""
+    with open("/proc/stat") as fh:
+        ticks = [int(x) for x in fh.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # minus idle and iowait
+
+
+def own_cpu() -> float:
+    """CPU-seconds of this process and its reaped children (pool and cluster workers, once closed)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main() -> None:
     if "--plain-malloc" not in sys.argv and any(os.environ.get(k) != v for k, v in SAME_MALLOC.items()):
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **SAME_MALLOC})
@@ -87,11 +102,13 @@ def main() -> None:
     times: dict[str, list[float]] = {"jobs 1": [], "jobs 2": [], "cluster 1": [], "cluster 2": []}
     startup: dict[int, list[float]] = {1: [], 2: []}
     idle: dict[str, list[float]] = {way: [] for way in times}  # wall x workers - compute, per run
+    others: dict[str, list[float]] = {way: [] for way in times}  # cores used by other processes
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for rep in range(args.repeats):
             for way in times:
                 out = root / f"{way.replace(' ', '')}-{rep}"
+                busy0, own0, wall0 = machine_busy(), own_cpu(), time.perf_counter()
                 if way.startswith("jobs"):
                     times[way].append(timed_sweep(spec, keys, args.iterations, out, jobs=int(way[-1])))
                 else:
@@ -101,9 +118,12 @@ def main() -> None:
                         session.client.wait_for_workers(n, timeout=60)
                         startup[n].append(time.perf_counter() - t0)
                         times[way].append(timed_sweep(spec, keys, args.iterations, out, session=session))
+                wall = time.perf_counter() - wall0
+                others[way].append(max(0.0, (machine_busy() - busy0) - (own_cpu() - own0)) / wall)
                 workers = int(way[-1])
                 idle[way].append((times[way][-1] * workers - compute_seconds(out, spec.name)) / args.runs)
-                print(f"  {way:<10} {times[way][-1]:7.2f} s", flush=True)
+                print(f"  {way:<10} {times[way][-1]:7.2f} s   other processes {others[way][-1]:.2f} cores",
+                      flush=True)
         ref = numbers(root / "jobs1-0", spec.name)
         same = all(numbers(d, spec.name) == ref for d in root.iterdir())
     load_after = os.getloadavg()
@@ -114,6 +134,7 @@ def main() -> None:
         "experiment": spec.name, "solver": args.solver, "L": L, "M": M, "runs": n, "iterations": args.iterations,
         "repeats": args.repeats, "seconds": med, "malloc": "plain" if args.plain_malloc else SAME_MALLOC,
         "non_compute_per_task": {way: statistics.median(v) for way, v in idle.items()},
+        "other_processes_cores": {way: statistics.median(v) for way, v in others.items()},
         "cluster_startup": {str(k): statistics.median(v) for k, v in startup.items()},
         "speedup_cluster_2_over_1": med["cluster 1"] / med["cluster 2"],
         "speedup_jobs_2_over_1": med["jobs 1"] / med["jobs 2"],
@@ -126,7 +147,8 @@ def main() -> None:
           f"median of {args.repeats}; wall time, and per run the time not spent computing "
           f"(wall x workers - compute) / runs:")
     for way, sec in med.items():
-        print(f"  {way:<10} {sec:7.2f} s   {result['non_compute_per_task'][way]:+.3f} s per run")
+        print(f"  {way:<10} {sec:7.2f} s   {result['non_compute_per_task'][way]:+.3f} s per run   "
+              f"(other processes used {result['other_processes_cores'][way]:.2f} of {os.cpu_count()} cores)")
     print(f"  cluster start-up      1 worker {result['cluster_startup']['1']:.2f} s, "
           f"2 workers {result['cluster_startup']['2']:.2f} s (not counted above)")
     print(f"  speed-up 2 vs 1 worker   cluster {result['speedup_cluster_2_over_1']:.2f}x, "
