@@ -10,7 +10,9 @@
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
 # Variables: JOBS (worker processes, default 2), RESULTS (output directory), ITERATIONS (default: the spec's;
-# 200 for quick), VENV, PYTHON.
+# 200 for quick), VENV, PYTHON; SCHEDULER (a dask scheduler tcp://HOST:PORT, local or local:N) or
+# SCHEDULER_FILE (a dask scheduler file) runs the sweep on a dask cluster instead of JOBS local processes
+# (docs/cluster.md).
 # An interrupted `make reproduce` resumes: finished runs are skipped.
 
 PYTHON ?= python3
@@ -18,6 +20,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LYSEP := $(BIN)/lysep
 JOBS ?= 2
+SCHEDULER ?=
+SCHEDULER_FILE ?=
+CLUSTER_FLAGS := $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(SCHEDULER_FILE),--scheduler-file $(SCHEDULER_FILE))
 REPRODUCE ?= full
 EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
 
@@ -39,7 +44,7 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask]'
 	touch $@
 
 test: install
@@ -53,8 +58,8 @@ reproduce-quick:
 
 runs:
 	@for e in $(EXPERIMENTS); do \
-	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
 
 outputs:

@@ -5,8 +5,8 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 - 0: done.  A sweep whose runs diverged is done: divergence is a result, recorded like any other.
 - 1: done, but not everything asked for: a run failed with an error (no record written for it; the other
   runs finished), or ``table`` / ``compare`` / ``plot`` found no run record matching the spec.
-- 2: bad input (spec file, experiment name, selectors, settings, paths, records that would be
-  overwritten without ``--force``): one line on stderr, nothing written.
+- 2: bad input (spec file, experiment name, selectors, settings, paths, scheduler address or file,
+  records that would be overwritten without ``--force``): one line on stderr, nothing written.
 - 130 / 143: interrupted by Ctrl-C (SIGINT) / terminated by SIGTERM: finished runs kept, runs in flight
   leave no file.
 """
@@ -198,9 +198,15 @@ def run(
     jobs: int = typer.Option(1, "--jobs", help="worker processes"),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="dask scheduler tcp://HOST:PORT, local, local:N or none "
+        "(default: $LYSEP_SCHEDULER); one task per run, see docs/cluster.md"),
+    scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file",
+                                                  help="dask scheduler file (JSON with the address)"),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to reach the scheduler"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; existing records are skipped."""
-    from . import reporting, runner
+    from . import cluster, reporting, runner
 
     try:
         spec = specs.select_experiments(_load(config), [experiment])[0]
@@ -210,8 +216,11 @@ def run(
         specs.check_sizes(spec, solvers, size_list)
         _positive(iterations, "--iterations")
         _positive(jobs, "--jobs")
+        if connect_timeout <= 0:
+            raise SpecError(f"--connect-timeout must be > 0, got {connect_timeout:g}")
+        target = cluster.resolve_target(scheduler, scheduler_file)
         paths.writable_dir(results, "--results")
-    except SpecError as exc:
+    except (SpecError, cluster.ClusterError) as exc:
         _fail(str(exc))
     its = iterations if iterations is not None else spec.iterations
     plan = runner.plan_runs(spec, solvers, size_list, seed_list, its, results, force)
@@ -220,6 +229,12 @@ def run(
         _fail(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, settings or "
               f"data (e.g. {path}: {why}); nothing was run. Use --force to replace them, or another --results "
               "directory")
+    session = None
+    if target is not None and plan.todo:
+        try:
+            session = cluster.Session.open(target, timeout=connect_timeout)
+        except cluster.ClusterError as exc:
+            _fail(str(exc))
     for path in atomic.remove_stale(results / spec.name):
         _warn(f"removed {path} (left by an interrupted lysep)")
     for _, problem in plan.invalid[:5]:
@@ -227,21 +242,26 @@ def run(
     if len(plan.invalid) > 5:
         _warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
     replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
+    where = f"scheduler {session.describe()}" if session is not None else f"jobs {jobs}"
     typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do, {len(plan.skipped)} skipped (record exists)"
-               f"{replaced}; {its} iterations, jobs {jobs}, results in {results}/{spec.name}/", err=True)
+               f"{replaced}; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
     from .progress import RichReporter
 
     reporter = RichReporter(spec.name)
     try:
-        sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter)
+        sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter,
+                                      cluster=session)
     except KeyboardInterrupt as exc:
         typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
                    "flight left no file; rerun the same command to resume", err=True)
         raise typer.Exit(interrupts.exit_code(exc)) from None
+    finally:
+        if session is not None:
+            session.close()
     if sweep.data_state == "corrupt" or (sweep.data_state == "missing" and plan.skipped):
         _warn(f"{records.data_path(results, spec.name)} was {sweep.data_state}: restored")
-    typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now, {len(plan.skipped)} from earlier"
-               + (f", {len(sweep.failed)} failed" if sweep.failed else "") + "):")
+    typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now, {len(plan.skipped)} skipped as "
+               f"done earlier, {len(sweep.failed)} failed):")
     for line in reporting.summary_lines(sweep.done + plan.skipped):
         typer.echo("  " + line)
     if sweep.failed:

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .runner import Reporter, RunKey
@@ -21,6 +22,7 @@ class RichReporter(Reporter):
         self.title = title
         self.active: dict[RunKey, tuple[int, float]] = {}
         self.finished = 0
+        self.failures = 0
         self._last_draw = 0.0
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("{task.fields[status]}"),
@@ -73,6 +75,13 @@ class RichReporter(Reporter):
         self.active.pop(key, None)
         self.progress.console.print(f"{key.label()}: FAILED, no record written: {error}", highlight=False,
                                     markup=False)
+        self.progress.advance(self.task)
+        self._draw(force=True)
+
+    def failed(self, key: RunKey, error: str) -> None:
+        self.active.pop(key, None)
+        self.failures += 1
+        self.progress.console.print(f"[red]{key.label()}: FAILED: {escape(error)}[/red]", highlight=False)
         self.progress.advance(self.task)
         self._draw(force=True)
 

@@ -17,10 +17,11 @@ import os
 import queue as queue_mod
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -276,10 +277,25 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
     q.close()
 
 
+def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
+                    reporter: Reporter, cluster: Any, sweep: Sweep) -> None:
+    """One task per run on a dask cluster (``cluster`` is a :class:`lysep_cli.cluster.Session`);
+    the records are written here, by the client, as the tasks finish."""
+    with closing(cluster.results(spec, keys, iterations, reporter)) as outcomes:  # closed: cancels the rest
+        for out in outcomes:
+            if out.error is not None:
+                sweep.failed.append((out.key, out.error))
+                reporter.failed(out.key, out.error)
+                continue
+            _finish(sweep, out.key, out.record, out.params, results_dir, reporter)
+
+
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
-                   jobs: int = 1, reporter: Reporter | None = None) -> Sweep:
+                   jobs: int = 1, reporter: Reporter | None = None, cluster: Any = None) -> Sweep:
     """Make sure ``data.npz`` holds the spec's data set (restored when missing or corrupt, even with no
-    runs to do), then run ``keys`` and write each record as its run finishes.
+    runs to do), then run ``keys`` and write each record as its run finishes.  With ``cluster`` (a
+    connected :class:`lysep_cli.cluster.Session`) the runs are tasks on a dask cluster and ``jobs`` is
+    ignored.
 
     A run that raises (other than by diverging) is reported in ``Sweep.failed`` and leaves no file; the
     others go on.  An interruption (KeyboardInterrupt, or SIGTERM turned into one by the CLI) keeps every
@@ -292,7 +308,9 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
         return sweep
     reporter.start(len(keys))
     try:
-        if jobs <= 1 or len(keys) == 1:
+        if cluster is not None:
+            _run_on_cluster(spec, keys, iterations, results_dir, reporter, cluster, sweep)
+        elif jobs <= 1 or len(keys) == 1:
             _run_sequential(spec, keys, iterations, results_dir, reporter, sweep)
         else:
             _run_parallel(spec, keys, iterations, results_dir, reporter, min(jobs, len(keys)), sweep)
