@@ -20,7 +20,6 @@ only when a scheduler is actually used.  See docs/cluster.md.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from . import interrupts, runner
+from .memory import tune_malloc
 from .network import Params
 from .runner import Reporter, RunKey
 from .specs import ExperimentSpec
@@ -146,37 +146,10 @@ def resolve_target(scheduler: str | None, scheduler_file: Path | None,
 # ---------------------------------------------------------------------------------------------
 # The task run by a worker.
 
-_MALLOC_TUNED = False
-
-
-def _restore_malloc_thresholds() -> None:
-    """Undo the nanny's ``MALLOC_TRIM_THRESHOLD_`` (once per worker process, glibc only).
-
-    dask's nanny starts workers with ``MALLOC_TRIM_THRESHOLD_=65536`` to hand memory back to the OS.
-    Setting any malloc threshold switches off glibc's dynamic mmap threshold, so every temporary
-    array above 128 KiB is mmap-ed and unmapped again, page faults included: the solvers, which make
-    many such temporaries, then run about twice as slowly (measured; benchmarks/bench_cluster.py).
-    This sets the thresholds glibc itself adapts to (mmap 32 MiB, trim 64 MiB).  Allocation changes
-    no number.
-    """
-    global _MALLOC_TUNED
-    if _MALLOC_TUNED:
-        return
-    _MALLOC_TUNED = True
-    if "MALLOC_TRIM_THRESHOLD_" not in os.environ or not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):  # not glibc: nothing to undo
-        pass
-
-
 def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
              topic: str | None = None) -> tuple[dict[str, Any], Params]:
     """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events."""
-    _restore_malloc_thresholds()
+    tune_malloc()  # undoes the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/memory.py)
     log = None
     if topic is not None:
         try:

@@ -28,6 +28,7 @@ from threadpoolctl import threadpool_limits
 
 from . import network, records, workers
 from .dataset import experiment_data
+from .memory import tune_malloc
 from .metrics import finite_or_none, first_nonfinite, relative_l2
 from .network import Params
 from .runrecord import Final, RecordError, RunRecord, describe_difference, differences, expected, jsonable
@@ -68,6 +69,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
     A solver raising FloatingPointError, or returning a network whose J or l2 error is not finite, gives
     a "diverged" record.  KeyboardInterrupt raised by ``progress`` propagates (nothing is returned).
     """
+    tune_malloc()
     data = experiment_data(spec)
     problem, train = data.problem, data.training
     settings = spec.solvers[key.solver]
