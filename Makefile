@@ -2,12 +2,17 @@
 #
 #   make install          .venv with the package (editable) and the test tools
 #   make test             the test suite
-#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep; 2000 iterations),
-#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures
+#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep; 2000 iterations)
+#                         into the committed archive results/paper/ (runs already there are skipped),
+#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
+#                         RESULTS=DIR reruns everything into DIR instead
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
-# Variables: JOBS (worker processes, default 2), RESULTS (output directory), VENV, PYTHON.
+# Variables: JOBS (worker processes, default 2), RESULTS (output directory), ITERATIONS (default: the spec's;
+# 200 for quick), VENV, PYTHON; SCHEDULER (a dask scheduler tcp://HOST:PORT, local or local:N) or
+# SCHEDULER_FILE (a dask scheduler file) runs the sweep on a dask cluster instead of JOBS local processes
+# (docs/cluster.md).
 # An interrupted `make reproduce` resumes: finished runs are skipped.
 
 PYTHON ?= python3
@@ -15,16 +20,23 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 LYSEP := $(BIN)/lysep
 JOBS ?= 2
+SCHEDULER ?=
+SCHEDULER_FILE ?=
+CLUSTER_FLAGS := $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(SCHEDULER_FILE),--scheduler-file $(SCHEDULER_FILE))
 REPRODUCE ?= full
 EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
 
 ifeq ($(REPRODUCE),quick)
 RESULTS ?= results/quick
-RUN_FLAGS ?= --sizes smallest --seeds 0-1 --iterations 200
+ITERATIONS ?= 200
+RUN_FLAGS ?= --sizes smallest --seeds 0-1
 else
-RESULTS ?= results
+RESULTS ?= results/paper
+ITERATIONS ?=
 RUN_FLAGS ?=
 endif
+# Reports show only the runs made with this iteration count (the spec's when empty).
+SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
 .PHONY: install test reproduce reproduce-quick runs outputs
 
@@ -32,7 +44,7 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dask]'
 	touch $@
 
 test: install
@@ -46,21 +58,21 @@ reproduce-quick:
 
 runs:
 	@for e in $(EXPERIMENTS); do \
-	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) --results $(RESULTS) $(RUN_FLAGS) || exit $$?; \
+	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
 
 outputs:
 	@mkdir -p $(RESULTS)/tables
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) table $$e --format latex --results $(RESULTS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
-	  $(LYSEP) table $$e --format markdown --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	  $(LYSEP) table $$e --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
+	  $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
 	done
-	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone --results $(RESULTS) --out $(RESULTS)/tables/tables.tex
-	$(LYSEP) table $(EXPERIMENTS) --format markdown --results $(RESULTS) --out $(RESULTS)/tables/tables.md
-	$(LYSEP) compare $(EXPERIMENTS) --format markdown --results $(RESULTS) --out $(RESULTS)/comparison.md
-	$(LYSEP) compare $(EXPERIMENTS) --format latex --results $(RESULTS) --out $(RESULTS)/comparison.tex
+	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.tex
+	$(LYSEP) table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.md
+	$(LYSEP) compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.md
+	$(LYSEP) compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.tex
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) plot $$e --results $(RESULTS) || exit $$?; \
+	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) || exit $$?; \
 	done
 	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, <experiment>/figures/"

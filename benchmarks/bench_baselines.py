@@ -26,7 +26,7 @@ from lysep_cli.network import init_params, value
 from lysep_cli.problems import make_problem
 from lysep_cli.sampling import train_test_points
 from lysep_cli.solvers import get_solver
-from lysep_cli.solvers.base import TrainingData
+from lysep_cli.dataset import TrainingData
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,7 +60,7 @@ def run(experiment: str, solver: str, sizes: list[tuple[int, int]] | None, seeds
             l2 = float(np.linalg.norm(psi - u) / np.linalg.norm(u))
             row = {"experiment": experiment, "solver": solver, "L": L, "M": M, "seed": seed,
                    "iterations": iters, "status": res.status, "J": res.history["J"][-1], "l2": l2,
-                   "seconds": seconds, "n_history": len(res.history["J"]), "extra": res.extra}
+                   "seconds": seconds, "n_history": len(res.history["J"]), "extra": res.diagnostics}
             print(f"{experiment} {solver} ({L},{M}) seed {seed}: J={row['J']:.3e} l2={l2:.3e} "
                   f"{seconds:.1f}s {res.status}", flush=True)
             with out.open("a") as f:

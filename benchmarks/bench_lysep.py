@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from lysep_cli import network
-from lysep_cli.runner import experiment_data
-from lysep_cli.solvers.lysep import LySepIteration, check_settings
+from lysep_cli.dataset import experiment_data
+from lysep_cli.solvers.lysep import LySepIteration
 from lysep_cli.solvers.lysep_loss import LySepData
 from lysep_cli.specs import load_specs
 
@@ -49,9 +49,9 @@ def main() -> None:
         name, M = case.split(":")
         M = int(M)
         spec = specs[name]
-        problem, _, _, td = experiment_data(spec)
+        problem, _, _, td, _ = experiment_data(spec)
         data = LySepData.build(td.Z, td.coef, td.Y)
-        it = LySepIteration(network.init_params(problem.n_in, 3, M, 0), data, check_settings(spec.solvers["lysep"]))
+        it = LySepIteration(network.init_params(problem.n_in, 3, M, 0), data, spec.solvers["lysep"])
         it.sweep()  # first sweep (includes the first W_3 solve) not timed
         n0 = sum(r.__dict__.get("trials", 0) for r in it.rules.values())
         t = time.perf_counter()

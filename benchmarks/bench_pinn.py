@@ -17,7 +17,7 @@ import time
 from threadpoolctl import threadpool_limits
 
 from lysep_cli import network
-from lysep_cli.runner import experiment_data
+from lysep_cli.dataset import experiment_data
 from lysep_cli.solvers import get_solver
 from lysep_cli.specs import default_config, load_specs
 
@@ -28,7 +28,7 @@ def largest(spec) -> tuple[int, int]:
 
 def bench(spec, L: int, M: int, iterations: int, repeats: int) -> float:
     """Median seconds per PINN-GD iteration at (L, M), BLAS on one thread."""
-    problem, _, _, data = experiment_data(spec)
+    problem, _, _, data, _ = experiment_data(spec)
     params0 = network.init_params(problem.n_in, L, M, 0)
     solve = get_solver("pinn")
     settings = spec.solvers["pinn"]

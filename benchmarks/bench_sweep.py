@@ -1,16 +1,22 @@
 """CPU time of the full sweep: every cell of the spec, PINN and LySep, through `lysep run`'s code path.
 
-    python benchmarks/bench_sweep.py [--short 2] [--long 6] [--cells elliptic-10d:150,...]
-                                     [--solvers pinn,lysep] [--repeats 2] [--peer DIR] [--json FILE]
+    python benchmarks/bench_sweep.py [--cells elliptic-10d:150,...] [--solvers pinn,lysep]
+                                     [--repeats 2] [--peer DIR] [--json FILE]
 
 For each (cell, solver) one child process (BLAS on one thread, as in `lysep run`) calls
-``runner.execute`` for ``--short`` and for ``--long`` iterations (``--repeats`` times each, the minimum kept); seconds per iteration is the
-difference divided by the difference of the counts, and the rest of the short run is the per-run
-overhead (data, initial pass, the two W_3 condition numbers of LySep).  The same child measures the
-machine's one-thread GEMM speed at the cell's shapes and gives the GEMM floor of one iteration:
+``runner.execute`` for a short and a long run (``--repeats`` times each, the minimum kept); seconds
+per iteration is the difference divided by the difference of the counts, and the rest of the short
+run is the per-run overhead (data, initial pass, the two W_3 condition numbers of LySep).  PINN's
+iterations all cost the same (2 and 6 iterations: ``--short``, ``--long``).  A LySep sweep costs more
+once its backtracking settles (the first ~20 sweeps take one trial per block, later ones about two),
+so LySep is timed over sweeps 21-40 (``--lysep-short``, ``--lysep-long``).  The same child measures the
+machine's one-thread GEMM speed at the cell's shapes and gives the GEMM floor of one iteration, the
+definitions of the fast-kernels issue:
 
-    PINN:  3 (1 + n_in + |S|) products of 2 M^2 N flops (forward channels, adjoints, weight gradients)
-    LySep: the count of benchmarks/bench_lysep.py (gradient + one trial per block, closed forms, bound)
+    PINN:  3 (1 + n_in + |S|) products of 2 M^2 N flops (forward channels, adjoints, weight gradients;
+           the engine needs 3 (1 + n_in + n_g), fewer: docs/engine.md)
+    LySep: gradient + one trial per block, closed forms and the bound's forward pass (about 148
+           products at elliptic-10d; at two trials per block the engine does about 169)
 
 ``--peer DIR`` runs the same cells with the lysep_cli package of another checkout (e.g. the commit
 before a change) in alternation with ours, so before/after are measured side by side in one run.
@@ -114,6 +120,7 @@ def main() -> None:
     impls = {"ours": ""} | ({"peer": str(Path(args.peer).resolve())} if args.peer else {})
     counts_of = {"pinn": [args.short, args.long], "lysep": [args.lysep_short, args.lysep_long]}
     rows, totals = [], {k: 0.0 for k in impls}
+    totals_by_solver = {(k, s): 0.0 for k in impls for s in args.solvers.split(",")}
     head = f"{'cell':<20} {'solver':<6} " + " ".join(f"{k + ' s/it':>11}" for k in impls)
     head += f" {'floor s/it':>10} {'ours/floor':>10}" + (f" {'peer/ours':>9}" if args.peer else "")
     print(head, flush=True)
@@ -136,6 +143,7 @@ def main() -> None:
                     row[name] = {"s_per_it": per_it, "overhead_s": overhead, "run_s": run_s,
                                  "gflops": m["gflops"], "package": m["package"]}
                     totals[name] += run_s * len(spec.seeds)
+                    totals_by_solver[name, solver] += run_s * len(spec.seeds)
                 floor = gemm_units(solver, n_in, s, L) * 2.0 * M * M * spec.n_train / 1e9 / row["ours"]["gflops"]
                 row["floor_s_per_it"] = floor
                 rows.append(row)
@@ -146,11 +154,13 @@ def main() -> None:
                     line += f" {row['peer']['s_per_it'] / row['ours']['s_per_it']:>9.2f}"
                 print(line, flush=True)
     for name in impls:
-        print(f"full sweep, {name}: {totals[name] / 3600:.2f} CPU-hours "
-              f"(spec iterations x seeds, PINN + LySep as selected, one thread)")
+        parts = ", ".join(f"{s} {totals_by_solver[name, s] / 3600:.2f}" for s in args.solvers.split(","))
+        print(f"full sweep, {name}: {totals[name] / 3600:.2f} CPU-hours ({parts}; spec iterations x seeds, "
+              f"one thread)")
     if args.json:
         Path(args.json).write_text(json.dumps({"counts": counts_of, "rows": rows, "cpu_hours": {
-            k: v / 3600 for k, v in totals.items()}, "load": os.getloadavg()}, indent=1))
+            k: v / 3600 for k, v in totals.items()}, "cpu_hours_by_solver": {
+            f"{k}/{s}": v / 3600 for (k, s), v in totals_by_solver.items()}, "load": os.getloadavg()}, indent=1))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lysep_cli import network
-from lysep_cli.runner import experiment_data
+from lysep_cli.dataset import experiment_data
 from lysep_cli.specs import default_config, load_specs
 
 
@@ -67,9 +67,9 @@ def main() -> None:
     for cell in args.cells.split(","):
         name, M = cell.split(":")
         spec, M = specs[name], int(M)
-        problem, _, _, data = experiment_data(spec)
+        problem, _, _, data, _ = experiment_data(spec)
         params0 = network.init_params(problem.n_in, 3, M, 0)
-        lr = float(spec.solvers["pinn"]["lr"])
+        lr = float(spec.solvers["pinn"].lr)
         T = lambda a: torch.tensor(np.ascontiguousarray(a))  # noqa: E731
         Zt, K, K1, K2, Y = T(data.Z.T), T(data.coef.K), T(data.coef.K1.T), T(data.coef.K2.T), T(data.Y)
         with threadpool_limits(limits=1):

@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 from lysep_cli import network
-from lysep_cli.runner import experiment_data, relative_l2
+from lysep_cli.dataset import experiment_data
+from lysep_cli.metrics import relative_l2
 from lysep_cli.solvers.lysep import solve
 from lysep_cli.specs import load_specs
 
@@ -35,9 +36,9 @@ def main() -> None:
     ap.add_argument("--variant", action="append", help="subset of variant names")
     args = ap.parse_args()
     spec = load_specs("experiments.yaml")[args.experiment]
-    problem, _, Z_test, data = experiment_data(spec)
+    problem, _, Z_test, data, _ = experiment_data(spec)
     seeds = [int(s) for s in args.seeds.split(",")]
-    base = dict(spec.solvers["lysep"])
+    base = spec.solvers["lysep"].to_dict()
     print(f"{args.experiment} (3,{args.M}), seeds {seeds}, {args.iterations} sweeps")
     print("| variant | J | l2 | J after 1st W3 solve | ||W3|| | move W1 | move W2 | s/run |")
     print("|---|---|---|---|---|---|---|---|")
@@ -49,7 +50,7 @@ def main() -> None:
             t = time.perf_counter()
             res = solve(problem, data, network.init_params(problem.n_in, 3, args.M, seed), {**base, **change},
                         args.iterations)
-            dg = res.extra["diagnostics"]
+            dg = res.diagnostics
             rows.append([res.history["J"][-1], relative_l2(problem, res.params, Z_test), res.history["J"][1],
                          dg["W3_norm"], dg["move_W1"], dg["move_W2"], time.perf_counter() - t])
         a = np.array(rows)

@@ -22,10 +22,10 @@ from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 
 def one(args):
     spec, lr, ratio, L, M, seed, iterations = args
-    spec = dataclasses.replace(spec, solvers={"pinn": {"lr": lr, "lr_final": lr * ratio}})
+    spec = dataclasses.replace(spec, solvers={"pinn": spec.solvers["pinn"].replace(lr=lr, lr_final=lr * ratio)})
     rec, _ = execute(spec, RunKey("pinn", L, M, seed), iterations)
-    J = np.asarray(rec["history"]["J"], dtype=float)
-    return lr, seed, rec["status"], rec["final"]["J"], np.nanmin(J), rec["final"]["l2"], rec["seconds"]
+    J = np.asarray(rec.history["J"], dtype=float)
+    return lr, seed, rec.status, rec.final.J, np.nanmin(J), rec.final.l2, rec.seconds
 
 
 def main() -> None:

@@ -1,29 +1,114 @@
-"""The ``lysep`` command line: parse, call, print.
+"""The ``lysep`` command line: parse, check, call, print.
 
-Bad input (spec file, experiment name, selectors) is reported as one line on stderr with exit code 2,
-before anything is written.  Ctrl-C during ``lysep run`` keeps the finished runs and exits 130.
+Exit codes, the same for every command (README.md, "Exit codes"):
+
+- 0: done.  A sweep whose runs diverged is done: divergence is a result, recorded like any other.
+- 1: done, but not everything asked for: a run failed with an error (no record written for it; the other
+  runs finished), or ``table`` / ``compare`` / ``plot`` found no run record matching the spec.
+- 2: bad input (spec file, experiment name, selectors, settings, paths, scheduler address or file,
+  records that would be overwritten without ``--force``): one line on stderr, nothing written.
+- 130 / 143: interrupted by Ctrl-C (SIGINT) / terminated by SIGTERM: finished runs kept, runs in flight
+  leave no file.
 """
 
 from __future__ import annotations
 
+import functools
+import sys
+from importlib import metadata
 from pathlib import Path
-from typing import NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional, TypeVar
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
-from . import records, runner, specs
+from . import atomic, interrupts, paths, records, specs
 from .specs import ExperimentSpec, SpecError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+#: click's base exception class, found through typer (which may vendor click)
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class _PlainHelpFlag:
+    """``--help`` listed without a type (this typer shows ``<bool>`` for flags)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Command(_PlainHelpFlag, TyperCommand):
+    pass
+
+
+class _Group(_PlainHelpFlag, TyperGroup):
+    pass
+
+
+class _OneLineErrors(_Group):
+    """Usage errors (unknown option, ``--jobs abc``, missing argument) as one line, exit 2, like every
+    other bad input; the rest as typer does it."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _CLICK_ERROR as exc:
+            if not standalone_mode:
+                raise
+            message = " ".join(exc.format_message().split())
+            if message:  # (empty for "no arguments": the help was printed instead)
+                typer.echo(f"lysep: error: {message}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("lysep: aborted", err=True)
+            sys.exit(1)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(cls=_OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Reproduce the LySep paper: run PINN/LySep experiments, tabulate, compare, plot.")
 
 CONFIG_HELP = "experiments file (default: ./experiments.yaml, else the project's own)"
 RESULTS_HELP = "results directory"
+ITERATIONS_SHOW_HELP = "show runs made with this many iterations (default: the spec's)"
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"lysep: error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def _warn(message: str) -> None:
+    typer.echo(f"lysep: warning: {message}", err=True)
+
+
+def _guarded(what: str) -> Callable[[F], F]:
+    """Ctrl-C / SIGTERM -> one line, exit 130 / 143; an OS error (disk full, ...) -> one line, exit 1."""
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return command(*args, **kwargs)
+            except KeyboardInterrupt as exc:
+                typer.echo(f"\nlysep: {interrupts.name(exc)}: {what}", err=True)
+                raise typer.Exit(interrupts.exit_code(exc)) from None
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                _fail(f"{where}{exc.strerror or exc}", code=1)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def _load(config: Optional[Path]) -> dict[str, ExperimentSpec]:
@@ -34,6 +119,11 @@ def _format(fmt: str, allowed: tuple[str, ...]) -> str:
     if fmt not in allowed:
         raise SpecError(f"--format: unknown format {fmt!r} (choose from {', '.join(allowed)})")
     return fmt
+
+
+def _positive(value: Optional[int], option: str) -> None:
+    if value is not None and value < 1:
+        raise SpecError(f"{option} must be >= 1, got {value}")
 
 
 def _emit(text: str, out: Optional[Path]) -> None:
@@ -55,7 +145,23 @@ def _seed_ranges(seeds: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-@app.command("list")
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = metadata.version("lysep")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+        typer.echo(f"lysep {version}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, metavar="",
+                                       help="print the version and exit")) -> None:
+    """Reproduce the LySep paper: run PINN/LySep experiments, tabulate, compare, plot."""
+
+
+@app.command("list", cls=_Command)
 def list_(config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP)) -> None:
     """Print the experiments and their settings."""
     try:
@@ -70,10 +176,15 @@ def list_(config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HE
         typer.echo(f"  n_train {s.n_train}, n_test {s.n_test}, iterations {s.iterations}, "
                    f"seeds {_seed_ranges(s.seeds)}")
         for name, settings in s.solvers.items():
-            typer.echo(f"  {name}: {settings}")
+            typer.echo(f"  {name}: {settings.to_dict()}")
 
 
-@app.command()
+# ---------------------------------------------------------------------------------------------
+# lysep run
+
+
+@app.command(cls=_Command)
+@_guarded("finished runs kept, the runs in flight left no file; rerun the same command to resume")
 def run(
     experiment: str = typer.Argument(..., help="experiment name (see `lysep list`)"),
     solver: Optional[str] = typer.Option(None, "--solver",
@@ -81,55 +192,127 @@ def run(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50,3x80 or 'smallest' (default: spec)"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="e.g. 0-9 or 0,3,5 (default: spec)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help="default: spec"),
-    force: bool = typer.Option(False, "--force", help="redo runs whose record exists"),
+    force: bool = typer.Option(False, "--force", metavar="",
+                               help="redo runs whose record exists, and replace records made with other "
+                                    "iterations or settings"),
     jobs: int = typer.Option(1, "--jobs", help="worker processes"),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    scheduler: Optional[str] = typer.Option(
+        None, "--scheduler", help="dask scheduler tcp://HOST:PORT, local, local:N or none "
+        "(default: $LYSEP_SCHEDULER); one task per run, see docs/cluster.md"),
+    scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file",
+                                                  help="dask scheduler file (JSON with the address)"),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to reach the scheduler"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; existing records are skipped."""
-    from .solvers import get_solver
+    from . import cluster, reporting, runner
 
     try:
         spec = specs.select_experiments(_load(config), [experiment])[0]
         solvers = specs.parse_solvers(solver, spec)
         size_list = specs.parse_sizes(sizes, spec)
         seed_list = specs.parse_seeds(seeds, spec)
-        if iterations is not None and iterations < 1:
-            raise SpecError(f"--iterations must be >= 1, got {iterations}")
-        if jobs < 1:
-            raise SpecError(f"--jobs must be >= 1, got {jobs}")
-        for name in solvers:
-            try:
-                get_solver(name)
-            except (ImportError, AttributeError) as exc:
-                raise SpecError(f"solver {name!r} is not available: {exc}") from None
-    except SpecError as exc:
+        specs.check_sizes(spec, solvers, size_list)
+        _positive(iterations, "--iterations")
+        _positive(jobs, "--jobs")
+        if connect_timeout <= 0:
+            raise SpecError(f"--connect-timeout must be > 0, got {connect_timeout:g}")
+        target = cluster.resolve_target(scheduler, scheduler_file)
+        paths.writable_dir(results, "--results")
+    except (SpecError, cluster.ClusterError) as exc:
         _fail(str(exc))
     its = iterations if iterations is not None else spec.iterations
     plan = runner.plan_runs(spec, solvers, size_list, seed_list, its, results, force)
+    if plan.conflicts and not force:
+        _, path, why = plan.conflicts[0]
+        _fail(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, settings or "
+              f"data (e.g. {path}: {why}); nothing was run. Use --force to replace them, or another --results "
+              "directory")
+    session = None
+    if target is not None and plan.todo:
+        try:
+            session = cluster.Session.open(target, timeout=connect_timeout)
+        except cluster.ClusterError as exc:
+            _fail(str(exc))
+    for path in atomic.remove_stale(results / spec.name):
+        _warn(f"removed {path} (left by an interrupted lysep)")
+    for _, problem in plan.invalid[:5]:
+        _warn(f"{problem}; redoing this run")
+    if len(plan.invalid) > 5:
+        _warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
+    replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
+    where = f"scheduler {session.describe()}" if session is not None else f"jobs {jobs}"
     typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do, {len(plan.skipped)} skipped (record exists)"
-               + (f", {len(plan.stale)} redone (record had other settings)" if plan.stale else "")
-               + f"; {its} iterations, jobs {jobs}, results in {results}/{spec.name}/", err=True)
+               f"{replaced}; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
     from .progress import RichReporter
 
     reporter = RichReporter(spec.name)
     try:
-        new = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter)
-    except KeyboardInterrupt:
-        typer.echo(f"\ninterrupted: {reporter.finished} finished run(s) kept, the run(s) in flight "
-                   "left no file; rerun the same command to resume", err=True)
-        raise typer.Exit(130)
-    typer.echo(f"\nsummary of {spec.name} ({len(new)} run(s) done now, {len(plan.skipped)} from earlier):")
-    for line in runner.summary_lines(new + plan.skipped):
+        sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter,
+                                      cluster=session)
+    except KeyboardInterrupt as exc:
+        typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
+                   "flight left no file; rerun the same command to resume", err=True)
+        raise typer.Exit(interrupts.exit_code(exc)) from None
+    finally:
+        if session is not None:
+            session.close()
+    if sweep.data_state == "corrupt" or (sweep.data_state == "missing" and plan.skipped):
+        _warn(f"{records.data_path(results, spec.name)} was {sweep.data_state}: restored")
+    typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now, {len(plan.skipped)} skipped as "
+               f"done earlier, {len(sweep.failed)} failed):")
+    for line in reporting.summary_lines(sweep.done + plan.skipped):
         typer.echo("  " + line)
+    if sweep.failed:
+        for key, error in sweep.failed:
+            typer.echo(f"  failed, no record: {key.label()}: {error}")
+        raise typer.Exit(1)
 
 
-@app.command()
+# ---------------------------------------------------------------------------------------------
+# Reports: table, compare, plot.
+
+
+def _selection(results: Path, chosen: list[ExperimentSpec], iterations: Optional[int]) -> Any:
+    """Load and check the records of ``chosen``, warn about unusable files, keep those matching the spec."""
+    from . import reporting
+
+    loaded = records.load_records(results, [s.name for s in chosen])
+    for line in loaded.warnings():
+        _warn(line)
+    return reporting.select(loaded, chosen, iterations)
+
+
+def _nothing_to_show(results: Path, chosen: list[ExperimentSpec], sel: Any) -> NoReturn:
+    left = sum(sum(c.values()) for c in sel.excluded.values())
+    text = f"no run record under {results}/ matches the spec of {', '.join(s.name for s in chosen) or 'any experiment'}"
+    if left:
+        text += f"; {left} record(s) left out"
+        text += next((sel.hint(s.name) for s in chosen if sel.hint(s.name)), "")
+    _fail(text, code=1)
+
+
+def _report_specs(config: Optional[Path], experiments: Optional[list[str]], results: Path,
+                  out: Optional[Path], iterations: Optional[int], out_is_dir: bool = False) -> list[ExperimentSpec]:
+    """Checked inputs of a report command: the experiments asked for (all when none named)."""
+    chosen = specs.select_experiments(_load(config), experiments)
+    _positive(iterations, "--iterations")
+    paths.readable_dir(results, "--results")
+    if out is not None:
+        (paths.writable_dir if out_is_dir else paths.writable_file)(out, "--out")
+    return chosen
+
+
+@app.command(cls=_Command)
+@_guarded("nothing written")
 def table(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
     fmt: str = typer.Option("markdown", "--format", help="latex | markdown"),
     out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
-    standalone: bool = typer.Option(False, "--standalone", help="LaTeX: a complete compilable document"),
+    standalone: bool = typer.Option(False, "--standalone", metavar="",
+                                    help="LaTeX: a complete compilable document"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
 ) -> None:
@@ -138,65 +321,121 @@ def table(
 
     try:
         _format(fmt, ("latex", "markdown"))
-        all_specs = _load(config)
-        chosen = specs.select_experiments(all_specs, experiments)
+        chosen = _report_specs(config, experiments, results, out, iterations)
     except SpecError as exc:
         _fail(str(exc))
-    recs = records.load_records(results, [s.name for s in chosen])
-    if not experiments:
-        with_runs = {r["experiment"] for r in recs}
-        chosen = [s for s in chosen if s.name in with_runs]
-        if not chosen:
-            _fail(f"no run records under {results}/ (run `lysep run EXPERIMENT` first)", code=1)
-    _emit(tables.render_tables(recs, chosen, fmt, standalone=standalone), out)
+    sel = _selection(results, chosen, iterations)
+    shown = chosen if experiments else [s for s in chosen if sel.of(s.name)]
+    if not any(sel.of(s.name) for s in shown):
+        _nothing_to_show(results, chosen, sel)
+    _emit(tables.render_tables(sel, shown, fmt, standalone=standalone), out)
 
 
-@app.command()
+@app.command(cls=_Command)
+@_guarded("nothing written")
 def compare(
-    experiments: Optional[list[str]] = typer.Argument(None, help="default: all"),
+    experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
     fmt: str = typer.Option("markdown", "--format", help="markdown | latex"),
     out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
 ) -> None:
     """Our numbers beside the published ones, cell by cell, with ratios and a summary."""
-    try:
-        _format(fmt, ("markdown", "latex"))
-        specs.select_experiments(_load(config), experiments)
-    except SpecError as exc:
-        _fail(str(exc))
     from .compare import render_comparison
 
-    _emit(render_comparison(results, list(experiments) if experiments else None, fmt), out)
+    try:
+        _format(fmt, ("markdown", "latex"))
+        chosen = _report_specs(config, experiments, results, out, iterations)
+    except SpecError as exc:
+        _fail(str(exc))
+    sel = _selection(results, chosen, iterations)
+    shown = chosen if experiments else [s for s in chosen if sel.of(s.name)]
+    if not any(sel.of(s.name) for s in shown):
+        _nothing_to_show(results, chosen, sel)
+    _emit(render_comparison(sel, [s.name for s in shown], fmt), out)
 
 
-@app.command()
+@app.command(cls=_Command)
+@_guarded("nothing written; the runs checked so far are listed above")
+def verify(
+    experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
+    sample: Optional[int] = typer.Option(None, "--sample", help="rerun K archived runs (default 3)"),
+    all_runs: bool = typer.Option(False, "--all", metavar="", help="rerun every archived run"),
+    seed: int = typer.Option(0, "--seed", help="seed of the random sample"),
+    cheapest: bool = typer.Option(False, "--cheapest", metavar="",
+                                  help="the K runs with the smallest recorded time instead of a random sample"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    results: Path = typer.Option(Path("results/paper"), "--results", help="archive to check"),
+    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+) -> None:
+    """Rerun archived runs and check their numbers: bit-identical here, else within 1e-9 relative."""
+    from . import verify as verifier
+
+    try:
+        if all_runs and sample is not None:
+            raise SpecError("--sample and --all exclude each other")
+        _positive(sample, "--sample")
+        if seed < 0:
+            raise SpecError(f"--seed must be >= 0, got {seed}")
+        chosen = _report_specs(config, experiments, results, None, iterations)
+    except SpecError as exc:
+        _fail(str(exc))
+    sel = _selection(results, chosen, iterations)
+    pool = verifier.candidates(sel.records)
+    if not pool:
+        _nothing_to_show(results, chosen, sel)
+    picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
+    estimate = sum(r.seconds for r in picked)
+    typer.echo(f"verifying {len(picked)} of {len(pool)} archived run(s) under {results}/ "
+               f"(about {estimate:.0f} s of recorded run time)", err=True)
+    by_name = {s.name: s for s in chosen}
+    bad = 0
+    for rec in picked:
+        check = verifier.verify(by_name[rec.experiment], rec, results)
+        bad += not check.ok
+        typer.echo(check.line())
+    typer.echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
+               + (f"; {bad} do not (tolerance {verifier.TOLERANCE:g} relative)" if bad else ""))
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command(cls=_Command)
+@_guarded("figures written so far are complete, the one in progress left no file")
 def plot(
     experiment: str = typer.Argument(..., help="experiment name"),
     out: Optional[Path] = typer.Option(None, "--out", help="output directory (default: under results)"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
 ) -> None:
     """The paper's figures for EXPERIMENT (PNG and PDF)."""
     try:
-        specs.select_experiments(_load(config), [experiment])
+        chosen = _report_specs(config, [experiment], results, out, iterations, out_is_dir=True)
+        out_dir = out if out is not None else results / experiment / "figures"
+        paths.writable_dir(out_dir, "--out")
     except SpecError as exc:
         _fail(str(exc))
+    sel = _selection(results, chosen, iterations)
+    if not sel.of(experiment):
+        _nothing_to_show(results, chosen, sel)
     from .plots import plot_experiment
 
-    try:
-        paths = plot_experiment(results, experiment, out)
-    except FileNotFoundError as exc:
-        _fail(str(exc), code=1)
-    for path in paths:
+    for path in plot_experiment(sel.of(experiment), experiment, out_dir):
         typer.echo(str(path))
 
 
-study_app = typer.Typer(no_args_is_help=True, help="Studies beyond the paper's tables.")
+# ---------------------------------------------------------------------------------------------
+# lysep study
+
+
+study_app = typer.Typer(cls=_Group, no_args_is_help=True, help="Studies beyond the paper's tables.")
 app.add_typer(study_app, name="study")
 
 
-@study_app.command("step-size")
+@study_app.command("step-size", cls=_Command)
+@_guarded("nothing written")
 def study_step_size(
     experiment: str = typer.Argument(..., help="experiment name"),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50 (default: spec)"),
@@ -210,18 +449,20 @@ def study_step_size(
     """LySep's final J and l2 against a fixed tau (tau = 0: closed-form updates only) and per-block backtracking."""
     try:
         spec = specs.select_experiments(_load(config), [experiment])[0]
+        if "lysep" not in spec.solvers:
+            raise SpecError(f"{spec.name}: no lysep settings in the experiments file")
         size_list = specs.parse_sizes(sizes, spec)
         seed_list = specs.parse_seeds(seeds, spec)
+        specs.check_sizes(spec, ["lysep"], size_list)
         try:
             tau_list = [float(t) for t in taus.split(",") if t.strip()]
         except ValueError:
             raise SpecError(f"--taus: expected comma-separated numbers, got {taus!r}") from None
-        if not tau_list or any(t < 0 for t in tau_list):
-            raise SpecError(f"--taus: need one or more values >= 0, got {taus!r}")
-        if iterations < 1:
-            raise SpecError(f"--iterations must be >= 1, got {iterations}")
-        if "lysep" not in spec.solvers:
-            raise SpecError(f"{spec.name}: no lysep settings in the experiments file")
+        if not tau_list or any(not (t >= 0 and t != float("inf")) for t in tau_list):
+            raise SpecError(f"--taus: need one or more finite values >= 0, got {taus!r}")
+        _positive(iterations, "--iterations")
+        out_dir = out if out is not None else results / spec.name / "study-step-size"
+        paths.writable_dir(out_dir, "--out" if out is not None else "--results")
     except SpecError as exc:
         _fail(str(exc))
     from .study import step_size_study, write_study
@@ -234,11 +475,13 @@ def study_step_size(
         typer.echo(f"[{count[0]}/{total}] {message}", err=True)
 
     df = step_size_study(spec, size_list, seed_list, tau_list, iterations, spec.solvers["lysep"], tick)
-    for path in write_study(df, out or results / spec.name / "study-step-size"):
+    for path in write_study(df, out_dir):
         typer.echo(str(path))
 
 
-def main() -> None:  # pragma: no cover - python -m lysep_cli.cli
+def main() -> None:
+    """The ``lysep`` program: SIGTERM handled like Ctrl-C, then the command line."""
+    interrupts.install()
     app()
 
 

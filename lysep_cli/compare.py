@@ -1,7 +1,8 @@
 """Side-by-side comparison of our runs with the paper's published tables (``lysep compare``).
 
 For every cell (experiment, (L, M), model, quantity) it puts our mean ± std over the seeds (from the
-run records, aggregated by :func:`lysep_cli.tables.aggregate`) beside the published mean ± std
+run records that match the spec, aggregated by :func:`lysep_cli.reporting.aggregate`) beside the
+published mean ± std
 (``lysep_cli/data/published-tables.yaml``) and their ratio ours/paper; per (L, M) whether LySep beats
 PINN on J and on the l2 error, in our runs and in the paper; and a one-line summary per experiment.
 
@@ -12,19 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
-QUANTITIES = ("J_S", "J", "l2")
-#: published model name -> our solver name
-PAPER_MODELS = {"PINN": "pinn", "LySep": "lysep"}
-#: our solver name -> display name
-DISPLAY = {"pinn": "PINN", "lysep": "LySep"}
+from .reporting import (PAPER_MODELS, QUANTITIES, Selection, aggregate, dash, display_name, pm, published,
+                        published_frame, solver_key)
+
 #: a cell is "within 10x" of the paper when 1/WITHIN <= ours/paper <= WITHIN
 WITHIN = 10.0
 
@@ -33,44 +28,6 @@ CELL_COLUMNS = [
     "paper_mean", "paper_std", "paper_seeds", "ratio",
 ]
 VERDICT_COLUMNS = ["experiment", "L", "M", "quantity", "ours", "paper", "agree"]
-
-
-# --------------------------------------------------------------------------- published data
-@lru_cache(maxsize=1)
-def load_published() -> dict[str, Any]:
-    """The published tables as shipped with the package (experiment name -> table block)."""
-    text = resources.files("lysep_cli").joinpath("data", "published-tables.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
-def published_frame() -> pd.DataFrame:
-    """One row per published cell: experiment, table, L, M, solver, quantity, mean, std, seeds, iterations."""
-    rows = []
-    for exp, block in load_published().items():
-        for row in block["rows"]:
-            solver = PAPER_MODELS[row["model"]]
-            for q in QUANTITIES:
-                if row.get(q) is None:
-                    continue
-                mean, std = row[q]
-                rows.append({"experiment": exp, "table": block.get("table"), "L": int(row["L"]),
-                             "M": int(row["M"]), "solver": solver, "quantity": q, "mean": float(mean),
-                             "std": float(std), "seeds": block.get("seeds"),
-                             "iterations": block.get("iterations")})
-    return pd.DataFrame(rows, columns=["experiment", "table", "L", "M", "solver", "quantity", "mean", "std",
-                                       "seeds", "iterations"])
-
-
-# --------------------------------------------------------------------------- our data
-def _load_ours(results_dir: Path, experiments: list[str] | None) -> tuple[list[dict], pd.DataFrame]:
-    from .records import load_records
-    from .tables import aggregate
-
-    records = load_records(Path(results_dir), experiments)
-    if experiments is not None:  # be robust to a loader that ignores the filter
-        records = [r for r in records if r.get("experiment") in experiments]
-    agg = aggregate(records) if records else pd.DataFrame()
-    return records, agg
 
 
 def _num(x: Any) -> float:
@@ -91,8 +48,9 @@ class Comparison:
     verdicts : one row per (experiment, L, M, quantity in J, l2): does LySep beat PINN (mean strictly lower)?
         ``ours``/``paper`` are True/False or None when a side is missing; ``agree`` None unless both known.
     summary : experiment -> dict(cells, compared, within, better, worse, missing, verdicts, agree).
-    info : experiment -> dict(table, paper_iterations, paper_seeds, iterations (ours, sorted list),
-        diverged (number of diverged runs), solvers (ours)).
+    info : experiment -> dict(table, paper_iterations, paper_seeds, iterations (ours), diverged (number
+        of diverged runs), solvers (ours), left_out (the "Not shown: ..." note of the records that do not
+        match the spec, or None)).
     """
 
     experiments: list[str]
@@ -102,21 +60,13 @@ class Comparison:
     info: dict[str, dict[str, Any]]
 
 
-def _solver_order(solver: str) -> tuple[int, str]:
-    order = list(PAPER_MODELS.values())
-    return (order.index(solver), "") if solver in order else (len(order), solver)
-
-
-def build_comparison(results_dir: Path, experiments: list[str] | None = None) -> Comparison:
-    """Collect our aggregated runs and the published cells into a :class:`Comparison`."""
-    published = load_published()
+def build_comparison(selection: Selection, experiments: list[str]) -> Comparison:
+    """Our aggregated runs (the selected records) and the published cells of ``experiments``."""
+    pub_tables = published()
     pub = published_frame()
-    records, agg = _load_ours(results_dir, experiments)
-
-    if experiments is None:
-        found = sorted({r["experiment"] for r in records} - set(published))
-        experiments = list(published) + found
-    experiments = list(dict.fromkeys(experiments))
+    agg = aggregate(selection.records)
+    # Only the experiments of the paper's tables (a study such as elliptic-10d-depth has nothing to compare).
+    experiments = [e for e in dict.fromkeys(experiments) if e in pub_tables]
 
     cells: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
@@ -124,17 +74,18 @@ def build_comparison(results_dir: Path, experiments: list[str] | None = None) ->
     info: dict[str, dict[str, Any]] = {}
 
     for exp in experiments:
-        block = published.get(exp, {})
+        block = pub_tables.get(exp, {})
         p = pub[pub.experiment == exp]
         a = agg[agg.experiment == exp] if len(agg) else agg
-        recs = [r for r in records if r.get("experiment") == exp]
+        recs = selection.of(exp)
         info[exp] = {
             "table": block.get("table"),
             "paper_iterations": block.get("iterations"),
             "paper_seeds": block.get("seeds"),
-            "iterations": sorted({int(r["iterations"]) for r in recs if r.get("iterations") is not None}),
-            "diverged": sum(1 for r in recs if r.get("status") == "diverged"),
-            "solvers": sorted({r["solver"] for r in recs}, key=_solver_order),
+            "iterations": selection.iterations.get(exp),
+            "diverged": sum(1 for r in recs if not r.ok),
+            "solvers": sorted({r.solver for r in recs}, key=solver_key),
+            "left_out": selection.note(exp),
         }
 
         sizes = {(int(L), int(M)) for L, M in zip(p.L, p.M)}
@@ -144,7 +95,7 @@ def build_comparison(results_dir: Path, experiments: list[str] | None = None) ->
 
         exp_cells: list[dict[str, Any]] = []
         for L, M in sorted(sizes):
-            for solver in sorted(solvers, key=_solver_order):
+            for solver in sorted(solvers, key=solver_key):
                 ours = a[(a.L == L) & (a.M == M) & (a.solver == solver)] if len(a) else a
                 o = ours.iloc[0] if len(ours) else None
                 for q in QUANTITIES:
@@ -202,10 +153,6 @@ def build_comparison(results_dir: Path, experiments: list[str] | None = None) ->
 
 
 # --------------------------------------------------------------------------- formatting
-def _sci(x: float) -> str:
-    return "nan" if math.isnan(x) else f"{x:.2e}"
-
-
 def _ratio(x: float) -> str:
     return "" if math.isnan(x) else f"{x:.3g}"
 
@@ -241,13 +188,10 @@ class _Fmt:
         return {"J_S": "J_S", "J": "J", "l2": "l2"}[q]
 
     def pm(self, mean: float, std: float) -> str:
-        if math.isnan(mean) and math.isnan(std):
-            return "--" if self.latex else "—"
-        sign = r" $\pm$ " if self.latex else " ± "
-        return _sci(mean) if math.isnan(std) else f"{_sci(mean)}{sign}{_sci(std)}"
+        return pm(mean, std, self.latex, spaced=True)
 
     def dash(self) -> str:
-        return "--" if self.latex else "—"
+        return dash(self.latex)
 
     def text(self, s: str) -> str:
         if not self.latex:
@@ -270,14 +214,12 @@ class _Fmt:
         return out
 
 
-def render_comparison(results_dir: Path, experiments: list[str] | None, fmt: str) -> str:
-    """The comparison of our runs under ``results_dir`` with the published tables, as Markdown or LaTeX.
-
-    ``experiments`` None means every published experiment plus any other found in the records.
-    The LaTeX output is a fragment (needs ``booktabs``); input it into a document.
+def render_comparison(selection: Selection, experiments: list[str], fmt: str) -> str:
+    """The comparison of the selected records of ``experiments`` with the published tables, as Markdown
+    or LaTeX.  The LaTeX output is a fragment (needs ``booktabs``); input it into a document.
     """
     f = _Fmt(fmt)
-    comp = build_comparison(Path(results_dir), experiments)
+    comp = build_comparison(selection, experiments)
     out: list[str] = []
     if f.latex:
         out += ["% lysep compare: our runs vs the published tables (requires \\usepackage{booktabs})", ""]
@@ -290,13 +232,14 @@ def render_comparison(results_dir: Path, experiments: list[str] | None, fmt: str
         inf, s = comp.info[exp], comp.summary[exp]
         cells = comp.cells[comp.cells.experiment == exp]
         title = f"{exp} (paper Table {inf['table']})" if inf["table"] is not None else f"{exp} (not in the paper)"
-        its = ", ".join(str(i) for i in inf["iterations"]) or "none"
-        note = f"Our runs: iterations {its}"
+        note = f"Our runs: iterations {inf['iterations']}"
         if inf["paper_iterations"] is not None:
             note += f" (paper: {inf['paper_iterations']})"
         if inf["diverged"]:
             note += f"; {inf['diverged']} diverged run(s)"
         note += "."
+        if inf["left_out"]:
+            note += " " + inf["left_out"]
         if f.latex:
             out += [r"\subsection*{" + f.text(title) + "}", f.text(note), ""]
         else:
@@ -309,7 +252,7 @@ def render_comparison(results_dir: Path, experiments: list[str] | None, fmt: str
             if c.n_diverged:
                 n += f" (+{c.n_diverged} diverged)"
             ours = f.pm(c.ours_mean, c.ours_std) if c.n_seeds else f"{f.dash()} (0 seeds)"
-            rows.append([f"({c.L},{c.M})", f.text(DISPLAY.get(c.solver, c.solver)), f.quantity(c.quantity),
+            rows.append([f"({c.L},{c.M})", f.text(display_name(c.solver)), f.quantity(c.quantity),
                          ours, n, f.pm(c.paper_mean, c.paper_std), _ratio(c.ratio)])
         header = ["(L,M)", "Model", "Quantity", "Ours", "n", "Paper", "Ours/paper"]
         if f.latex:
@@ -341,5 +284,5 @@ def render_comparison(results_dir: Path, experiments: list[str] | None, fmt: str
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["render_comparison", "build_comparison", "Comparison", "load_published", "published_frame",
-           "summary_line", "QUANTITIES", "PAPER_MODELS", "WITHIN"]
+__all__ = ["render_comparison", "build_comparison", "Comparison", "summary_line", "QUANTITIES", "PAPER_MODELS",
+           "WITHIN"]

@@ -9,10 +9,13 @@ Three figures per experiment, one panel per network size (L, M), every seed draw
                              the paper's theorems (the record's ``bound.factor``) as a dashed line.
 
 All y axes are logarithmic. The figures are sized for a printed page (two panels across ~6.5 in).
+The records drawn are the ones the CLI selected (matching the spec, :func:`lysep_cli.reporting.select`);
+each figure is written atomically.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,11 +28,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from .atomic import write_bytes  # noqa: E402
+from .reporting import display_name, solver_key  # noqa: E402
+from .runrecord import RunRecord  # noqa: E402
+
 #: colours per solver; solvers not listed take the next free colour of EXTRA_COLOURS
 COLOURS = {"pinn": "tab:red", "lysep": "tab:blue"}
 EXTRA_COLOURS = ["tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
                  "tab:gray"]
-DISPLAY = {"pinn": "PINN", "lysep": "LySep"}
 J_COLOUR, JS_COLOUR, BOUND_COLOUR = "tab:blue", "tab:orange", "black"
 FORMATS = ("png", "pdf")
 STYLE = {
@@ -49,10 +55,6 @@ def _series(x: Any) -> np.ndarray | None:
     a = a.copy()
     a[~np.isfinite(a) | (a <= 0)] = np.nan
     return a
-
-
-def _solver_order(solver: str) -> tuple[int, str]:
-    return (0, "") if solver == "pinn" else (1, "") if solver == "lysep" else (2, solver)
 
 
 def _colours(solvers: Iterable[str]) -> dict[str, str]:
@@ -90,37 +92,33 @@ def _figure(sizes: list[tuple[int, int]], title: str):
 
 def _save(fig, out_dir: Path, stem: str) -> list[Path]:
     paths = []
-    for ext in FORMATS:
-        p = out_dir / f"{stem}.{ext}"
-        fig.savefig(p, format=ext)
-        paths.append(p)
-    plt.close(fig)
+    try:
+        for ext in FORMATS:
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext)
+            paths.append(write_bytes(out_dir / f"{stem}.{ext}", buf.getvalue()))
+    finally:
+        plt.close(fig)
     return paths
 
 
-def _seeds_note(recs: list[dict]) -> str:
-    n = len({r.get("seed") for r in recs})
+def _seeds_note(recs: list[RunRecord]) -> str:
+    n = len({r.seed for r in recs})
     return f"{n} seed" + ("" if n == 1 else "s")
 
 
-def _load(results_dir: Path, experiment: str) -> list[dict]:
-    from .records import load_records
-
-    return [r for r in load_records(Path(results_dir), [experiment]) if r.get("experiment") == experiment]
-
-
-def plot_loss(records: list[dict], experiment: str, out_dir: Path) -> list[Path]:
+def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> list[Path]:
     """Figure (a): J versus iteration for every solver, all seeds, one panel per (L, M)."""
-    sizes = sorted({(r["L"], r["M"]) for r in records})
-    solvers = sorted({r["solver"] for r in records}, key=_solver_order)
+    sizes = sorted({(r.L, r.M) for r in records})
+    solvers = sorted({r.solver for r in records}, key=solver_key)
     colours = _colours(solvers)
-    names = ", ".join(DISPLAY.get(s, s) for s in solvers)
+    names = ", ".join(display_name(s) for s in solvers)
     fig, panels = _figure(sizes, f"{experiment}: loss $J$ versus iterations, {names} ({_seeds_note(records)})")
     for (L, M), ax in panels.items():
         drawn = []
         for s in solvers:
-            for r in (r for r in records if (r["L"], r["M"], r["solver"]) == (L, M, s)):
-                J = _series((r.get("history") or {}).get("J"))
+            for r in (r for r in records if (r.L, r.M, r.solver) == (L, M, s)):
+                J = _series(r.history.get("J"))
                 if J is None:
                     continue
                 ax.plot(np.arange(J.size), J, color=colours[s], alpha=0.75)
@@ -128,20 +126,20 @@ def plot_loss(records: list[dict], experiment: str, out_dir: Path) -> list[Path]
                     drawn.append(s)
         ax.set_ylabel("$J$")
         if drawn:
-            ax.legend([Line2D([], [], color=colours[s]) for s in drawn], [DISPLAY.get(s, s) for s in drawn],
+            ax.legend([Line2D([], [], color=colours[s]) for s in drawn], [display_name(s) for s in drawn],
                       loc="best")
     return _save(fig, out_dir, f"{experiment}-loss")
 
 
-def plot_loss_js(records: list[dict], experiment: str, out_dir: Path, solver: str = "lysep") -> list[Path]:
+def plot_loss_js(records: list[RunRecord], experiment: str, out_dir: Path, solver: str = "lysep") -> list[Path]:
     """Figure (b): J_S and J versus iteration for LySep, all seeds, one panel per (L, M)."""
-    recs = [r for r in records if r["solver"] == solver]
-    sizes = sorted({(r["L"], r["M"]) for r in recs})
-    name = DISPLAY.get(solver, solver)
+    recs = [r for r in records if r.solver == solver]
+    sizes = sorted({(r.L, r.M) for r in recs})
+    name = display_name(solver)
     fig, panels = _figure(sizes, f"{experiment}: $J_S$ and $J$ versus iterations, {name} ({_seeds_note(recs)})")
     for (L, M), ax in panels.items():
-        for r in (r for r in recs if (r["L"], r["M"]) == (L, M)):
-            h = r.get("history") or {}
+        for r in (r for r in recs if (r.L, r.M) == (L, M)):
+            h = r.history
             J, JS = _series(h.get("J")), _series(h.get("J_S"))
             if JS is not None:
                 ax.plot(np.arange(JS.size), JS, color=JS_COLOUR, alpha=0.75)
@@ -153,26 +151,26 @@ def plot_loss_js(records: list[dict], experiment: str, out_dir: Path, solver: st
     return _save(fig, out_dir, f"{experiment}-loss-JS")
 
 
-def plot_bound_ratio(records: list[dict], experiment: str, out_dir: Path, solver: str = "lysep") -> list[Path]:
+def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, solver: str = "lysep") -> list[Path]:
     """Figure (c): J / J_S versus iteration for LySep with the theoretical bound factor as a line."""
-    recs = [r for r in records if r["solver"] == solver]
-    sizes = sorted({(r["L"], r["M"]) for r in recs})
-    name = DISPLAY.get(solver, solver)
+    recs = [r for r in records if r.solver == solver]
+    sizes = sorted({(r.L, r.M) for r in recs})
+    name = display_name(solver)
     fig, panels = _figure(sizes, f"{experiment}: ratio $J / J_S$ versus iterations, {name} "
                                  f"({_seeds_note(recs)})")
     for (L, M), ax in panels.items():
         factors, violated, checked = set(), 0, 0
-        for r in (r for r in recs if (r["L"], r["M"]) == (L, M)):
-            v = (r.get("bound") or {}).get("violations")
+        for r in (r for r in recs if (r.L, r.M) == (L, M)):
+            v = (r.bound or {}).get("violations")
             if v is not None:
                 checked += 1
                 violated += int(v > 0)
-            h = r.get("history") or {}
+            h = r.history
             J, JS = _series(h.get("J")), _series(h.get("J_S"))
             if J is not None and JS is not None:
                 n = min(J.size, JS.size)
                 ax.plot(np.arange(n), J[:n] / JS[:n], color=J_COLOUR, alpha=0.75)
-            f = (r.get("bound") or {}).get("factor")
+            f = (r.bound or {}).get("factor")
             if f is not None and np.isfinite(f) and f > 0:
                 factors.add(float(f))
         handles = [Line2D([], [], color=J_COLOUR)]
@@ -186,22 +184,20 @@ def plot_bound_ratio(records: list[dict], experiment: str, out_dir: Path, solver
     return _save(fig, out_dir, f"{experiment}-bound-ratio")
 
 
-def plot_experiment(results_dir: Path, experiment: str, out_dir: Path | None = None) -> list[Path]:
-    """Write the experiment's figures (PNG and PDF) and return their paths.
+def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path) -> list[Path]:
+    """Write the figures of ``experiment`` from ``records`` (PNG and PDF) under ``out_dir``; their paths.
 
-    ``out_dir`` defaults to ``results_dir/<experiment>/figures``. Figures (b) and (c) need LySep runs
-    and are skipped without them. FileNotFoundError when the experiment has no run records.
+    Figures (b) and (c) need LySep runs and are skipped without them.  ValueError when ``records`` holds
+    no run of the experiment.
     """
-    results_dir = Path(results_dir)
-    records = _load(results_dir, experiment)
+    records = [r for r in records if r.experiment == experiment]
     if not records:
-        raise FileNotFoundError(f"no run records for experiment {experiment!r} under {results_dir}")
-    out_dir = Path(out_dir) if out_dir is not None else results_dir / experiment / "figures"
-    out_dir.mkdir(parents=True, exist_ok=True)
+        raise ValueError(f"no run records of experiment {experiment!r}")
+    out_dir = Path(out_dir)
     paths: list[Path] = []
     with matplotlib.rc_context(STYLE):
         paths += plot_loss(records, experiment, out_dir)
-        if any(r["solver"] == "lysep" for r in records):
+        if any(r.solver == "lysep" for r in records):
             paths += plot_loss_js(records, experiment, out_dir)
             paths += plot_bound_ratio(records, experiment, out_dir)
     return paths

@@ -99,7 +99,7 @@ class Problem:
         """The factor that makes psi = factor * phi meet the boundary/initial conditions, shape (N,).
 
         (|x|^2 - 1) in `eq:FNN-E`, t (|x|^2 - 1) in `eq:FNN-P`, t^2 (|x|^2 - 1) in `eq:FNN-H`
-        (NOTES.md: `eq:J-hyberbolic` writes T_0 where T-hat_0 = t^2 is meant).
+        (docs/paper-notes.md: `eq:J-hyberbolic` writes T_0 where T-hat_0 = t^2 is meant).
         """
         t, x = self.split(Z)
         g = np.sum(x * x, axis=0) - 1.0

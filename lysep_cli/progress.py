@@ -7,9 +7,11 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .runner import Reporter, RunKey
+from .runrecord import RunRecord
 
 
 class RichReporter(Reporter):
@@ -20,6 +22,7 @@ class RichReporter(Reporter):
         self.title = title
         self.active: dict[RunKey, tuple[int, float]] = {}
         self.finished = 0
+        self.failures = 0
         self._last_draw = 0.0
         self.progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("{task.fields[status]}"),
@@ -51,21 +54,34 @@ class RichReporter(Reporter):
         self.active[key] = (k, value)
         self._draw()
 
-    def done(self, key: RunKey, record: dict[str, Any]) -> None:
+    def done(self, key: RunKey, record: RunRecord) -> None:
         self.active.pop(key, None)
         self.finished += 1
-        final = record["final"]
-        text = f"{key.label()}: {record['status']}"
-        if record["status"] == "diverged":
-            text = f"[red]{text} at iteration {record.get('diverged_at')}[/red]"
-        J = final.get("J")
-        text += f"  J {J:.3e}" if J is not None else "  J nan"
-        if final.get("J_S") is not None:
-            text += f"  J_S {final['J_S']:.3e}"
-        if final.get("l2") is not None:
-            text += f"  l2 {final['l2']:.3e}"
-        text += f"  ({record['seconds']:.1f} s)"
-        self.progress.console.print(text, highlight=False)
+        final = record.final
+        text = f"{key.label()}: {record.status}"
+        if record.status == "diverged":
+            text = f"[red]{text} at iteration {record.diverged_at}[/red]"
+        text += f"  J {final.J:.3e}" if final.J is not None else "  J nan"
+        if final.J_S is not None:
+            text += f"  J_S {final.J_S:.3e}"
+        if final.l2 is not None:
+            text += f"  l2 {final.l2:.3e}"
+        text += f"  ({record.seconds:.1f} s)"
+        self.progress.console.print(text, highlight=False, markup=record.status == "diverged")
+        self.progress.advance(self.task)
+        self._draw(force=True)
+
+    def failed(self, key: RunKey, error: str) -> None:
+        self.active.pop(key, None)
+        self.progress.console.print(f"{key.label()}: FAILED, no record written: {error}", highlight=False,
+                                    markup=False)
+        self.progress.advance(self.task)
+        self._draw(force=True)
+
+    def failed(self, key: RunKey, error: str) -> None:
+        self.active.pop(key, None)
+        self.failures += 1
+        self.progress.console.print(f"[red]{key.label()}: FAILED: {escape(error)}[/red]", highlight=False)
         self.progress.advance(self.task)
         self._draw(force=True)
 

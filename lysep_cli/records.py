@@ -1,30 +1,37 @@
-"""Run records on disk: one JSON + one NPZ per (experiment, solver, L, M, seed), written atomically.
+"""Run records and data sets on disk: one JSON + one NPZ per (experiment, solver, L, M, seed).
 
 Layout::
 
     <results>/<experiment>/data.npz                               train, test (N x n_in)
-    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.json       the record (see docs/foundation.md)
+    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.json       the record (lysep_cli.runrecord)
     <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.npz        W1, b1, ..., WL, bL (paper shapes)
 
-Every file is written to a temporary file in the same directory and renamed over the target
-(``os.replace``), so a reader never sees a half-written file.  The NPZ is written first and the JSON
-last: a run is complete exactly when its JSON exists.  Non-finite floats (a diverged run) are stored
-as JSON ``null`` so the files are strict JSON; ``np.asarray(x, dtype=float)`` turns them back into NaN.
+Every file is written atomically (:mod:`lysep_cli.atomic`).  The NPZ is written first and the JSON
+last, so a run is complete exactly when its JSON exists; the JSON carries the sha256 of the NPZ's bytes,
+and :func:`read_record` refuses a record whose NPZ is missing or does not match.  NPZ files are written
+byte-deterministically (fixed zip timestamps), so the same network gives the same file and hash.
+Reading never raises for a bad file: :func:`load_records` returns the valid records and one problem
+line per file it could not use.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
-import math
-import os
-import tempfile
-from contextlib import contextmanager
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterable
 
 import numpy as np
 
+from . import atomic
+from .dataset import ExperimentData, data_sha256, saved_arrays
 from .network import Params
+from .runrecord import RecordError, RunRecord
+
+_EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 def record_paths(results_dir: str | Path, experiment: str, solver: str, L: int, M: int,
@@ -38,55 +45,23 @@ def data_path(results_dir: str | Path, experiment: str) -> Path:
     return Path(results_dir) / experiment / "data.npz"
 
 
-@contextmanager
-def _atomic(path: Path, mode: str = "w") -> Iterator[Any]:
-    """Open a temp file next to ``path``; on success fsync and rename it over ``path``.
+# ---------------------------------------------------------------------------------------------
+# NPZ bytes and hashes.
 
-    On any exception (KeyboardInterrupt included) the temp file is removed and ``path`` untouched.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """The NPZ file of ``arrays`` as bytes, identical for identical arrays (no timestamps)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_EPOCH)
+            info.external_attr = 0o644 << 16
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
+    return buf.getvalue()
 
 
-def jsonable(x: Any) -> Any:
-    """Plain JSON types; non-finite floats become None."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        x = float(x)
-        return x if math.isfinite(x) else None
-    return x
-
-
-def write_json(path: Path, obj: dict[str, Any]) -> None:
-    text = json.dumps(jsonable(obj), indent=1, allow_nan=False)
-    with _atomic(path, "w") as fh:
-        fh.write(text + "\n")
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    with _atomic(path, "wb") as fh:
-        np.savez(fh, **arrays)
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def params_to_arrays(params: Params) -> dict[str, np.ndarray]:
@@ -97,31 +72,37 @@ def params_to_arrays(params: Params) -> dict[str, np.ndarray]:
     return out
 
 
+def weights_bytes(params: Params) -> bytes:
+    """The weights NPZ of ``params`` (what :func:`write_record` writes; its sha256 is in the record)."""
+    return npz_bytes(params_to_arrays(params))
+
+
 def load_params(npz_path: str | Path) -> Params:
     """The network saved by :func:`write_record`."""
-    with np.load(npz_path) as z:
+    with np.load(npz_path, allow_pickle=False) as z:
         L = sum(1 for k in z.files if k.startswith("W"))
         return [(z[f"W{l}"], z[f"b{l}"]) for l in range(1, L + 1)]
 
 
-def record_exists(results_dir: str | Path, experiment: str, solver: str, L: int, M: int, seed: int) -> bool:
-    json_path, npz_path = record_paths(results_dir, experiment, solver, L, M, seed)
-    return json_path.exists() and npz_path.exists()
+# ---------------------------------------------------------------------------------------------
+# Records.
 
+def write_record(results_dir: str | Path, record: RunRecord, params: Params) -> tuple[Path, Path]:
+    """Write the NPZ then the JSON of one run; if interrupted in between, neither is left behind.
 
-def read_record(json_path: str | Path) -> dict[str, Any]:
-    with open(json_path) as fh:
-        return json.load(fh)
-
-
-def write_record(results_dir: str | Path, record: dict[str, Any], params: Params) -> tuple[Path, Path]:
-    """Write the NPZ then the JSON of one run; if interrupted in between, neither is left behind."""
-    json_path, npz_path = record_paths(results_dir, record["experiment"], record["solver"],
-                                       record["L"], record["M"], record["seed"])
+    ``record.weights_sha256`` must be the hash of ``params``' NPZ (``runner.execute`` sets it);
+    ValueError (RecordError for an invalid record) otherwise, before anything is written.
+    """
+    data = weights_bytes(params)
+    if sha256(data) != record.weights_sha256:
+        raise ValueError(f"{record.cell}: weights_sha256 does not match the parameters")
+    json_path, npz_path = record_paths(results_dir, *record.cell)
+    text = json.dumps(record.to_json(), indent=1, allow_nan=False) + "\n"
+    RunRecord.from_json(json.loads(text))  # never write a record that would not read back
     done = False
     try:
-        write_npz(npz_path, params_to_arrays(params))
-        write_json(json_path, record)
+        atomic.write_bytes(npz_path, data)
+        atomic.write_text(json_path, text)
         done = True
     finally:
         if not done:
@@ -133,54 +114,103 @@ def write_record(results_dir: str | Path, record: dict[str, Any], params: Params
     return json_path, npz_path
 
 
-def save_data(results_dir: str | Path, experiment: str, Z_train: np.ndarray, Z_test: np.ndarray) -> Path:
-    """results/<experiment>/data.npz with train, test as (N, n_in) arrays (columns t, x_1..x_d).
+def read_record(json_path: str | Path) -> RunRecord:
+    """The validated record at ``json_path``: RecordError (one line) when the JSON does not parse or
+    validate, is not where its fields say, or its NPZ is missing or not the one it was written with."""
+    json_path = Path(json_path)
+    try:
+        text = json_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RecordError(f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RecordError("not UTF-8 text") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(f"not valid JSON ({exc})") from None
+    record = RunRecord.from_json(obj)
+    expected_json, npz_path = record_paths(json_path.parent.parent.parent.parent, *record.cell)
+    if expected_json.resolve() != json_path.resolve():
+        raise RecordError(f"record of {record.cell} found at another place")
+    try:
+        data = npz_path.read_bytes()
+    except OSError:
+        raise RecordError(f"weights file {npz_path.name} missing") from None
+    if sha256(data) != record.weights_sha256:
+        raise RecordError(f"weights file {npz_path.name} does not match the record's sha256 (truncated or replaced)")
+    return record
 
-    Rewritten only when missing or different (e.g. after n_train changed in the spec).
+
+@dataclass
+class Loaded:
+    """Valid records (sorted by cell) and (path, why) for every record file that could not be used."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    problems: list[tuple[Path, str]] = field(default_factory=list)
+
+    def warnings(self, limit: int = 5) -> list[str]:
+        """One line per unusable file (at most ``limit``, then a count of the rest)."""
+        lines = [f"{path}: invalid run record, not counted ({why})" for path, why in self.problems[:limit]]
+        if len(self.problems) > limit:
+            lines.append(f"... and {len(self.problems) - limit} more invalid run record(s)")
+        return lines
+
+
+def record_files(results_dir: str | Path, experiments: Iterable[str] | None = None) -> list[Path]:
+    """Every ``seed-*.json`` under ``results_dir`` (optionally only these experiments), sorted."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        return []
+    names = list(experiments) if experiments else sorted(p.name for p in root.iterdir() if p.is_dir())
+    return [p for name in names for p in sorted((root / name).glob("*/L*-M*/seed-*.json"))]
+
+
+def load_records(results_dir: str | Path, experiments: Iterable[str] | None = None) -> Loaded:
+    """Every valid run record under ``results_dir`` (optionally only these experiments).
+
+    A file that does not parse or validate, or whose weights do not match, is not returned; its
+    problem line names it ("<path>: <why>").
     """
-    path = data_path(results_dir, experiment)
-    train, test = np.ascontiguousarray(Z_train.T), np.ascontiguousarray(Z_test.T)
-    if path.exists():
+    out = Loaded()
+    for path in record_files(results_dir, experiments):
         try:
-            with np.load(path) as z:
-                if np.array_equal(z["train"], train) and np.array_equal(z["test"], test):
-                    return path
-        except (OSError, KeyError, ValueError):
-            pass
-    write_npz(path, {"train": train, "test": test})
-    return path
+            out.records.append(read_record(path))
+        except RecordError as exc:
+            out.problems.append((path, str(exc)))
+    out.records.sort(key=lambda r: r.cell)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The data set.
+
+def check_data(results_dir: str | Path, experiment: str, sha: str) -> str:
+    """State of ``data.npz``: "ok" (its content hash is ``sha``), "missing", "corrupt" or "other"."""
+    path = data_path(results_dir, experiment)
+    if not path.exists():
+        return "missing"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {"train": z["train"], "test": z["test"]}
+    except Exception:  # any unreadable NPZ (BadZipFile, OSError, KeyError, ValueError, EOFError ...)
+        return "corrupt"
+    return "ok" if data_sha256(arrays) == sha else "other"
+
+
+def ensure_data(results_dir: str | Path, experiment: str, data: ExperimentData) -> str:
+    """Write ``data.npz`` unless it already holds this data set; returns its state before (check_data)."""
+    state = check_data(results_dir, experiment, data.sha256)
+    if state != "ok":
+        atomic.write_bytes(data_path(results_dir, experiment), npz_bytes(saved_arrays(data.Z_train, data.Z_test)))
+    return state
 
 
 def load_data(results_dir: str | Path, experiment: str) -> tuple[np.ndarray, np.ndarray]:
     """(Z_train, Z_test) in the code's layout (n_in, N)."""
-    with np.load(data_path(results_dir, experiment)) as z:
+    with np.load(data_path(results_dir, experiment), allow_pickle=False) as z:
         return z["train"].T.copy(), z["test"].T.copy()
-
-
-def load_records(results_dir: str | Path, experiments: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every parsed run record under ``results_dir`` (optionally only these experiments).
-
-    Sorted by (experiment, solver, L, M, seed); unreadable files are skipped.
-    """
-    root = Path(results_dir)
-    if not root.is_dir():
-        return []
-    names = experiments if experiments else sorted(p.name for p in root.iterdir() if p.is_dir())
-    records = []
-    for name in names:
-        for path in sorted((root / name).glob("*/L*-M*/seed-*.json")):
-            try:
-                records.append(read_record(path))
-            except (OSError, ValueError):
-                continue
-    records.sort(key=lambda r: (r.get("experiment", ""), r.get("solver", ""), r.get("L", 0),
-                                r.get("M", 0), r.get("seed", 0)))
-    return records
 
 
 def write_text(path: str | Path, text: str) -> Path:
     """Atomically write a text output (a table, a comparison)."""
-    path = Path(path)
-    with _atomic(path, "w") as fh:
-        fh.write(text)
-    return path
+    return atomic.write_text(path, text)

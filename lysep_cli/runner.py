@@ -1,21 +1,24 @@
-"""Run every (solver, size, seed) of an experiment and write one record per run.
+"""Plan and execute the runs of an experiment: which (solver, size, seed) to do, and doing them.
 
-spec -> problem + data -> initial network (seed) -> solver -> final J, relative l2 -> record.
+spec -> data set + initial network (seed) -> solver -> final J, relative l2 -> :class:`RunRecord`.
 
-Every run is computed with BLAS limited to one thread, in this process (``jobs=1``) or in one of
-``jobs`` worker processes, so the numbers of a record depend only on (spec, solver, L, M, seed,
-iterations) and are bit-identical across reruns and across ``--jobs`` values.
+:func:`execute` is a pure function of (spec, run key, iterations): it returns the record and the
+trained network and touches no file, so any executor can call it (this process, ``--jobs`` workers, a
+cluster).  One writer (:func:`lysep_cli.records.write_record`, called here in the parent process)
+stores the result.  Every run is computed with BLAS limited to one thread, so the numbers of a record
+depend only on (spec, solver, L, M, seed, iterations) and are bit-identical across reruns and across
+``--jobs`` values.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue as queue_mod
-import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import closing
 from dataclasses import dataclass, field
-from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -23,12 +26,14 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from . import network, records
+from . import network, records, workers
+from .dataset import experiment_data
+from .memory import tune_malloc
+from .metrics import finite_or_none, first_nonfinite, relative_l2
 from .network import Params
-from .problems import Problem, make_problem
-from .sampling import train_test_points
-from .solvers import SolveResult, TrainingData, get_solver
-from .solvers.base import copy_params
+from .runrecord import Final, RecordError, RunRecord, describe_difference, differences, expected, jsonable
+from .solvers import solver_def
+from .solvers.base import copy_params, diverged
 from .specs import ExperimentSpec
 
 
@@ -48,33 +53,6 @@ class RunKey:
 # ---------------------------------------------------------------------------------------------
 # One run, no file I/O.
 
-@lru_cache(maxsize=8)
-def _data(pde: str, d: int, solution: str | None, n_train: int, n_test: int):
-    problem = make_problem(pde, d, solution)
-    Z_train, Z_test = train_test_points(n_train, n_test, d, time=problem.time_dependent)
-    return problem, Z_train, Z_test, TrainingData.build(problem, Z_train)
-
-
-def experiment_data(spec: ExperimentSpec) -> tuple[Problem, np.ndarray, np.ndarray, TrainingData]:
-    """(problem, Z_train (n_in, n_train), Z_test (n_in, n_test), training data); seed-independent."""
-    return _data(spec.pde, spec.d, spec.solution, spec.n_train, spec.n_test)
-
-
-def relative_l2(problem: Problem, params: Params, Z_test: np.ndarray) -> float:
-    """Relative l2 test error of psi = boundary_factor * phi against u (Section 4)::
-
-        E = ( sum_n |psi(z_n) - u(z_n)|^2 / sum_n |u(z_n)|^2 )^(1/2)
-    """
-    psi = problem.boundary_factor(Z_test) * network.value(params, Z_test)
-    u = problem.u(Z_test)
-    return float(np.sqrt(np.sum((psi - u) ** 2) / np.sum(u ** 2)))
-
-
-def _first_nonfinite(values: list[float]) -> int | None:
-    bad = np.flatnonzero(~np.isfinite(np.asarray(values, dtype=float)))
-    return int(bad[0]) if bad.size else None
-
-
 def _versions() -> dict[str, str]:
     out = {"numpy": np.__version__}
     try:
@@ -85,102 +63,101 @@ def _versions() -> dict[str, str]:
 
 
 def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
-            progress: Callable[[int, float], None] | None = None) -> tuple[dict[str, Any], Params]:
+            progress: Callable[[int, float], None] | None = None) -> tuple[RunRecord, Params]:
     """Train one network and build its record; returns (record, trained params).
 
-    KeyboardInterrupt raised by ``progress`` propagates (nothing is returned, nothing written).
+    A solver raising FloatingPointError, or returning a network whose J or l2 error is not finite, gives
+    a "diverged" record.  KeyboardInterrupt raised by ``progress`` propagates (nothing is returned).
     """
-    problem, _, Z_test, data = experiment_data(spec)
+    tune_malloc()
+    data = experiment_data(spec)
+    problem, train = data.problem, data.training
+    settings = spec.solvers[key.solver]
+    solve = solver_def(key.solver).solve
     params0 = network.init_params(problem.n_in, key.L, key.M, key.seed)
-    solve = get_solver(key.solver)
-    settings = dict(spec.solvers[key.solver])
     start = time.perf_counter()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         try:
-            result = solve(problem, data, params0, settings, iterations, progress)
+            result = solve(problem, train, params0, settings, iterations, progress)
         except FloatingPointError as exc:
-            J0 = network.pinn_loss(params0, data.Z, data.coef, data.Y)
-            result = SolveResult(copy_params(params0), {"J": [J0]}, "diverged",
-                                 extra={"error": f"FloatingPointError: {exc}"})
+            J0 = network.pinn_loss(params0, train.Z, train.coef, train.Y)
+            result = diverged(copy_params(params0), {"J": [J0]}, 0, f"FloatingPointError: {exc}")
         seconds = time.perf_counter() - start
-        J = network.pinn_loss(result.params, data.Z, data.coef, data.Y)
-        l2 = relative_l2(problem, result.params, Z_test)
+        J = network.pinn_loss(result.params, train.Z, train.coef, train.Y)
+        l2 = relative_l2(problem, result.params, Z_test=data.Z_test)
 
-    history = {k: [float(v) for v in vals] for k, vals in result.history.items()}
-    history.setdefault("J_S", None)
-    status, diverged_at = result.status, result.diverged_at
+    status, message, diverged_at = result.status, result.message, result.diverged_at
     J_S = None if result.J_S is None else float(result.J_S)
-    finite = all(np.isfinite(x) for x in (J, l2) + (() if J_S is None else (J_S,)))
-    if status != "diverged" and not finite:
+    if status == "ok" and not all(np.isfinite(x) for x in (J, l2) + (() if J_S is None else (J_S,))):
+        bad = first_nonfinite(result.history["J"])
         status = "diverged"
-    if status == "diverged" and diverged_at is None:
-        diverged_at = _first_nonfinite(history.get("J", []))
-    extra = dict(result.extra)
-    bound = extra.pop("bound", None)
-    record = {
-        "experiment": spec.name,
-        "solver": key.solver,
-        "L": key.L,
-        "M": key.M,
-        "seed": key.seed,
-        "iterations": iterations,
-        "settings": settings,
-        "pde": spec.pde,
-        "d": spec.d,
-        "n_train": spec.n_train,
-        "n_test": spec.n_test,
-        "status": status,
-        "diverged_at": diverged_at,
-        "seconds": seconds,
-        "final": {"J": J, "J_S": J_S, "l2": l2},
-        "bound": bound,
-        "history": history,
-        "extra": extra,
-        "versions": _versions(),
-    }
-    # Exactly what goes to disk: plain JSON types, non-finite numbers as None.
-    return records.jsonable(record), result.params
+        diverged_at = bad if bad is not None else len(result.history["J"]) - 1
+        message = "non-finite J, J_S or l2 error of the returned network"
+    history: dict[str, list[float | None] | None] = {"J_S": None}
+    history.update({k: None if v is None else [finite_or_none(x) for x in v] for k, v in result.history.items()})
+    record = RunRecord(
+        experiment=spec.name, solver=key.solver, L=key.L, M=key.M, seed=key.seed, iterations=iterations,
+        settings=jsonable(settings.to_dict()), pde=spec.pde, d=spec.d, solution=spec.solution,
+        n_train=spec.n_train, n_test=spec.n_test, data_sha256=data.sha256,
+        weights_sha256=records.sha256(records.weights_bytes(result.params)),
+        status=status, message=message, iterations_done=int(result.iterations_done or 0),
+        diverged_at=diverged_at, seconds=seconds,
+        final=Final(finite_or_none(J), finite_or_none(J_S), finite_or_none(l2)),
+        bound=jsonable(result.bound), history=history, diagnostics=jsonable(result.diagnostics),
+        versions=_versions())
+    return record, result.params
 
 
 # ---------------------------------------------------------------------------------------------
-# Planning: which runs to do, which to skip.
-
-def _same_settings(record: dict[str, Any], spec: ExperimentSpec, key: RunKey, iterations: int) -> bool:
-    return (record.get("iterations") == iterations
-            and record.get("settings") == records.jsonable(spec.solvers[key.solver])
-            and record.get("n_train") == spec.n_train and record.get("n_test") == spec.n_test)
-
+# Planning: what to run, what to skip, what would be overwritten.
 
 @dataclass
 class Plan:
-    """Runs to do, and records of runs skipped because they already exist with the same settings.
+    """Runs to do and why.
 
-    stale : runs whose existing record used other iterations/settings/data sizes (they are redone).
+    todo : runs to execute (missing, invalid, or replaced with ``force``).
+    skipped : valid records that match the spec (settings, iterations, n_train, n_test, data set).
+    invalid : (run, problem) for records that do not parse or validate, or whose weights do not match:
+        they are redone.
+    conflicts : (run, json path, how it differs) for valid records made with other iterations, settings or
+        data: redone with ``force``; without it they stay in ``conflicts`` and out of ``todo``
+        (``lysep run`` then refuses to start).
     """
 
     todo: list[RunKey]
-    skipped: list[dict[str, Any]] = field(default_factory=list)
-    stale: list[RunKey] = field(default_factory=list)
+    skipped: list[RunRecord] = field(default_factory=list)
+    invalid: list[tuple[RunKey, str]] = field(default_factory=list)
+    conflicts: list[tuple[RunKey, Path, str]] = field(default_factory=list)
 
 
 def plan_runs(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, int]], seeds: list[int],
-              iterations: int, results_dir: Path, force: bool = False) -> Plan:
+              iterations: int, results_dir: str | Path, force: bool = False) -> Plan:
+    """The :class:`Plan` of the runs (solvers x sizes x seeds) with ``iterations`` under ``results_dir``."""
     plan = Plan([])
+    sha = experiment_data(spec).sha256
     for solver in solvers:
+        want = expected(spec, solver, iterations, sha)
         for L, M in sizes:
             for seed in seeds:
                 key = RunKey(solver, L, M, seed)
-                if not force and records.record_exists(results_dir, spec.name, solver, L, M, seed):
-                    json_path, _ = records.record_paths(results_dir, spec.name, solver, L, M, seed)
-                    try:
-                        rec = records.read_record(json_path)
-                    except (OSError, ValueError):
-                        rec = None
-                    if rec is not None and _same_settings(rec, spec, key, iterations):
-                        plan.skipped.append(rec)
-                        continue
-                    plan.stale.append(key)
-                plan.todo.append(key)
+                json_path, _ = records.record_paths(results_dir, spec.name, solver, L, M, seed)
+                if not json_path.exists():
+                    plan.todo.append(key)
+                    continue
+                try:
+                    rec = records.read_record(json_path)
+                except RecordError as exc:
+                    plan.invalid.append((key, f"{json_path}: {exc}"))
+                    plan.todo.append(key)
+                    continue
+                if differences(rec, want):
+                    plan.conflicts.append((key, json_path, describe_difference(rec, want)))
+                    if force:
+                        plan.todo.append(key)
+                elif force:
+                    plan.todo.append(key)
+                else:
+                    plan.skipped.append(rec)
     return plan
 
 
@@ -196,57 +173,74 @@ class Reporter:
 
     def loss(self, key: RunKey, k: int, value: float) -> None: ...
 
-    def done(self, key: RunKey, record: dict[str, Any]) -> None: ...
+    def done(self, key: RunKey, record: RunRecord) -> None: ...
+
+    def failed(self, key: RunKey, error: str) -> None: ...
 
     def stop(self) -> None: ...
 
 
-_QUEUE: Any = None  # progress queue of a worker process
-_LIMITS: Any = None
+@dataclass
+class Sweep:
+    """What :func:`run_experiment` did: new records (in the order of the keys), failed runs (no record
+    written; (run, "ExceptionType: message")), and the state data.npz was found in (records.check_data)."""
+
+    done: list[RunRecord] = field(default_factory=list)
+    failed: list[tuple[RunKey, str]] = field(default_factory=list)
+    data_state: str = "ok"
 
 
-def _worker_init(q: Any) -> None:
-    """Worker set-up: Ctrl-C is handled by the parent, BLAS runs on one thread."""
-    global _QUEUE, _LIMITS
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _QUEUE = q
-    _LIMITS = threadpool_limits(limits=1)
+def _error(exc: BaseException) -> str:
+    if os.environ.get("LYSEP_DEBUG"):
+        raise exc
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def _worker_run(spec: ExperimentSpec, key: RunKey, iterations: int) -> tuple[dict[str, Any], Params]:
+def _worker_run(spec: ExperimentSpec, key: RunKey, iterations: int) -> tuple[RunRecord, Params]:
     last = [0.0]
 
     def progress(k: int, value: float) -> None:
         now = time.monotonic()
         if now - last[0] > 0.25:
             last[0] = now
-            try:
-                _QUEUE.put_nowait((key, k, float(value)))
-            except Exception:  # a full or closed queue only costs a progress update
-                pass
+            workers.report((key, k, float(value)))
 
     return execute(spec, key, iterations, progress)
 
 
+def _finish(sweep: Sweep, key: RunKey, record: RunRecord, params: Params, results_dir: Path,
+            reporter: Reporter) -> None:
+    try:
+        records.write_record(results_dir, record, params)
+    except (ValueError, RecordError) as exc:  # a record that would not read back: a solver bug
+        sweep.failed.append((key, _error(exc)))
+        reporter.failed(key, sweep.failed[-1][1])
+        return
+    sweep.done.append(record)
+    reporter.done(key, record)
+
+
 def _run_sequential(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
-                    reporter: Reporter) -> list[dict[str, Any]]:
-    done = []
+                    reporter: Reporter, sweep: Sweep) -> None:
     for key in keys:
         reporter.begin(key)
-        record, params = execute(spec, key, iterations, lambda k, v, key=key: reporter.loss(key, k, v))
-        records.write_record(results_dir, record, params)
-        reporter.done(key, record)
-        done.append(record)
-    return done
+        try:
+            record, params = execute(spec, key, iterations, lambda k, v, key=key: reporter.loss(key, k, v))
+        except Exception as exc:
+            sweep.failed.append((key, _error(exc)))
+            reporter.failed(key, sweep.failed[-1][1])
+            continue
+        _finish(sweep, key, record, params, results_dir, reporter)
 
 
 def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
-                  reporter: Reporter, jobs: int) -> list[dict[str, Any]]:
+                  reporter: Reporter, jobs: int, sweep: Sweep) -> None:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(q,))
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=workers.init_worker,
+                               initargs=(q, os.getpid()))
     futures: dict[Future, RunKey] = {}
-    done: list[dict[str, Any]] = []
+    order = {key: i for i, key in enumerate(keys)}
     try:
         for key in keys:
             futures[pool.submit(_worker_run, spec, key, iterations)] = key
@@ -263,11 +257,15 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
                     started.add(key)
                     reporter.begin(key)
                 reporter.loss(key, k, value)
-            for fut in sorted(finished, key=lambda f: keys.index(futures[f])):
-                record, params = fut.result()
-                records.write_record(results_dir, record, params)
-                reporter.done(futures[fut], record)
-                done.append(record)
+            for fut in sorted(finished, key=lambda f: order[futures[f]]):
+                key = futures[fut]
+                try:
+                    record, params = fut.result()
+                except Exception as exc:  # the run raised, or its worker died (BrokenProcessPool)
+                    sweep.failed.append((key, _error(exc)))
+                    reporter.failed(key, sweep.failed[-1][1])
+                    continue
+                _finish(sweep, key, record, params, results_dir, reporter)
     except BaseException:
         for fut in futures:
             fut.cancel()
@@ -279,66 +277,50 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
         raise
     pool.shutdown(wait=True)
     q.close()
-    order = {key: i for i, key in enumerate(keys)}
-    return sorted(done, key=lambda r: order[RunKey(r["solver"], r["L"], r["M"], r["seed"])])
+
+
+def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
+                    reporter: Reporter, cluster: Any, sweep: Sweep) -> None:
+    """One task per run on a dask cluster (``cluster`` is a :class:`lysep_cli.cluster.Session`);
+    the records are written here, by the client, as the tasks finish."""
+    with closing(cluster.results(spec, keys, iterations, reporter)) as outcomes:  # closed: cancels the rest
+        for out in outcomes:
+            if out.error is not None:
+                sweep.failed.append((out.key, out.error))
+                reporter.failed(out.key, out.error)
+                continue
+            _finish(sweep, out.key, out.record, out.params, results_dir, reporter)
 
 
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
-                   jobs: int = 1, reporter: Reporter | None = None) -> list[dict[str, Any]]:
-    """Run ``keys`` and write their records (and the experiment's data.npz); returns the new records
-    in the order of ``keys``.
+                   jobs: int = 1, reporter: Reporter | None = None, cluster: Any = None) -> Sweep:
+    """Make sure ``data.npz`` holds the spec's data set (restored when missing or corrupt, even with no
+    runs to do), then run ``keys`` and write each record as its run finishes.  With ``cluster`` (a
+    connected :class:`lysep_cli.cluster.Session`) the runs are tasks on a dask cluster and ``jobs`` is
+    ignored.
 
-    Records are written as runs finish, so an interruption (KeyboardInterrupt) keeps every finished
-    run and leaves no file for the runs in flight.
+    A run that raises (other than by diverging) is reported in ``Sweep.failed`` and leaves no file; the
+    others go on.  An interruption (KeyboardInterrupt, or SIGTERM turned into one by the CLI) keeps every
+    finished run and leaves no file for the runs in flight.
     """
     results_dir = Path(results_dir)
     reporter = reporter or Reporter()
+    sweep = Sweep(data_state=records.ensure_data(results_dir, spec.name, experiment_data(spec)))
     if not keys:
-        return []
-    _, Z_train, Z_test, _ = experiment_data(spec)
-    records.save_data(results_dir, spec.name, Z_train, Z_test)
+        return sweep
     reporter.start(len(keys))
     try:
-        if jobs <= 1 or len(keys) == 1:
-            return _run_sequential(spec, keys, iterations, results_dir, reporter)
-        return _run_parallel(spec, keys, iterations, results_dir, reporter, min(jobs, len(keys)))
+        if cluster is not None:
+            _run_on_cluster(spec, keys, iterations, results_dir, reporter, cluster, sweep)
+        elif jobs <= 1 or len(keys) == 1:
+            _run_sequential(spec, keys, iterations, results_dir, reporter, sweep)
+        else:
+            _run_parallel(spec, keys, iterations, results_dir, reporter, min(jobs, len(keys)), sweep)
     finally:
         reporter.stop()
+    order = {key: i for i, key in enumerate(keys)}
+    sweep.done.sort(key=lambda r: order[RunKey(r.solver, r.L, r.M, r.seed)])
+    return sweep
 
 
-# ---------------------------------------------------------------------------------------------
-# Summary of a sweep.
-
-def _violations(bound: Any) -> int:
-    v = bound.get("violations") if isinstance(bound, dict) else None
-    if isinstance(v, list):
-        return len(v)
-    return int(v) if isinstance(v, (int, float)) else 0
-
-
-def summary_lines(recs: list[dict[str, Any]]) -> list[str]:
-    """Per (solver, L, M): runs, diverged, mean final J / J_S / l2; then the LySep bound check."""
-    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
-    for r in recs:
-        groups.setdefault((r["solver"], r["L"], r["M"]), []).append(r)
-    lines = []
-    for (solver, L, M), rs in sorted(groups.items()):
-        ok = [r for r in rs if r["status"] == "ok"]
-        text = f"{solver:<10} L{L}-M{M:<4} runs {len(rs):>2}  diverged {len(rs) - len(ok)}"
-        if ok:
-            mean = lambda f: np.mean([r["final"][f] for r in ok])  # noqa: E731
-            text += f"  mean J {mean('J'):.2e}  l2 {mean('l2'):.2e}"
-            if all(r["final"].get("J_S") is not None for r in ok):
-                text += f"  J_S {mean('J_S'):.2e}"
-        lines.append(text)
-    bounded = [r for r in recs if r.get("bound")]
-    if bounded:
-        bad = [r for r in bounded if _violations(r["bound"]) > 0]
-        total = sum(_violations(r["bound"]) for r in bounded)
-        factors = sorted({r["bound"].get("factor") for r in bounded if r["bound"].get("factor") is not None})
-        lines.append(f"bound J <= factor * J_S (factor {', '.join(f'{f:g}' for f in factors) or '?'}): "
-                     f"violated in {len(bad)} of {len(bounded)} runs ({total} violations in total)")
-        for r in bad:
-            lines.append(f"  violation: {r['solver']} L{r['L']}-M{r['M']} seed {r['seed']}: "
-                         f"{_violations(r['bound'])}")
-    return lines
+__all__ = ["RunKey", "execute", "Plan", "plan_runs", "Reporter", "Sweep", "run_experiment"]

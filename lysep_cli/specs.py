@@ -12,11 +12,12 @@ experiments.yaml has one top-level key, ``experiments``, mapping a name to a blo
       n_test: 350
       iterations: 2000
       seeds: [0, 1, 2]
-      solvers:                      # solver name -> its settings (the solver validates them)
+      solvers:                      # solver name -> its settings (validated by the solver's Settings)
         pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
 
 Every validation error is a :class:`SpecError` whose message is one line naming the file, the
-experiment and the field.
+experiment, the solver (for a solver setting) and the field.  A spec that loads can be run: every
+solver block is a valid typed ``Settings`` and every solver can train every size of its experiment.
 """
 
 from __future__ import annotations
@@ -28,11 +29,17 @@ from typing import Any
 
 import yaml
 
-from .solvers import SOLVERS
+from .solvers import SOLVERS, SettingsError, SolverSettings, solver_def
 
 PDES = ("elliptic", "parabolic", "hyperbolic")
 REQUIRED = ("pde", "d", "sizes", "n_train", "n_test", "iterations", "seeds", "solvers")
 OPTIONAL = ("table", "solution")
+#: Largest spatial dimension: the points are drawn by rejection from the cube, whose share inside the
+#: unit ball falls like 1 / d! (0.25 % at d = 10, 3e-4 at d = 12, 1e-5 at d = 15).
+MAX_D = 12
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: Largest count of seeds one --seeds selector may name.
+MAX_SEEDS = 100_000
 
 
 class SpecError(ValueError):
@@ -44,7 +51,7 @@ class ExperimentSpec:
     """One experiment of experiments.yaml (validated).
 
     sizes : (L, M) pairs in the order of the paper's table.
-    solvers : solver name -> settings dict (free content, checked by the solver itself).
+    solvers : solver name -> its validated settings (the solver's ``Settings`` dataclass).
     """
 
     name: str
@@ -55,7 +62,7 @@ class ExperimentSpec:
     n_test: int
     iterations: int
     seeds: tuple[int, ...]
-    solvers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    solvers: dict[str, SolverSettings] = field(default_factory=dict)
     table: int | None = None
     solution: str | None = None
 
@@ -74,10 +81,12 @@ class _Checker:
     def __init__(self, path: Path, experiment: str | None = None):
         self.path, self.experiment = path, experiment
 
-    def fail(self, fieldname: str | None, message: str) -> SpecError:
+    def fail(self, fieldname: str | None, message: str, solver: str | None = None) -> SpecError:
         where = [str(self.path)]
         if self.experiment is not None:
             where.append(f"experiment {self.experiment!r}")
+        if solver is not None:
+            where.append(f"solver {solver!r}")
         if fieldname is not None:
             where.append(f"field {fieldname!r}")
         return SpecError(_one_line(f"{', '.join(where)}: {message}"))
@@ -92,8 +101,9 @@ class _Checker:
 
 def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     ck = _Checker(path, str(name))
-    if not isinstance(name, str) or not name:
-        raise ck.fail(None, "experiment names must be non-empty strings")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ck.fail(None, "an experiment name is letters, digits, '.', '_' and '-', starting with a letter "
+                            "or digit (it names a directory under results/)")
     if not isinstance(block, dict):
         raise ck.fail(None, f"expected a mapping of fields, got {type(block).__name__}")
     for key in block:
@@ -107,6 +117,8 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     if pde not in PDES:
         raise ck.fail("pde", f"unknown PDE {pde!r} (choose from {', '.join(PDES)})")
     d = ck.int_at_least(block["d"], "d", 1)
+    if d > MAX_D:
+        raise ck.fail("d", f"must be <= {MAX_D} (points are drawn by rejection from the cube), got {d}")
     solution = block.get("solution")
     if solution is not None and not isinstance(solution, str):
         raise ck.fail("solution", f"expected a string, got {type(solution).__name__}")
@@ -141,15 +153,22 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     solvers = block["solvers"]
     if not isinstance(solvers, dict) or not solvers:
         raise ck.fail("solvers", "expected a non-empty mapping solver name -> settings")
-    parsed_solvers: dict[str, dict[str, Any]] = {}
+    parsed_solvers: dict[str, SolverSettings] = {}
     for sname, settings in solvers.items():
         if sname not in SOLVERS:
             raise ck.fail(f"solvers.{sname}", f"unknown solver (registered: {', '.join(SOLVERS)})")
-        if settings is None:
-            settings = {}
-        if not isinstance(settings, dict):
-            raise ck.fail(f"solvers.{sname}", f"settings must be a mapping, got {type(settings).__name__}")
-        parsed_solvers[sname] = dict(settings)
+        if settings is not None and not isinstance(settings, dict):
+            raise ck.fail(f"solvers.{sname}", f"settings must be a mapping, got {type(settings).__name__}",
+                          solver=sname)
+        try:
+            typed = solver_def(sname).Settings.from_mapping(settings)
+        except SettingsError as exc:
+            raise ck.fail(exc.field, exc.reason, solver=sname) from None
+        for i, (L, M) in enumerate(parsed_sizes):
+            reason = typed.size_error(L, M)
+            if reason is not None:
+                raise ck.fail(f"sizes[{i}]", reason, solver=sname)
+        parsed_solvers[sname] = typed
 
     # The problem must exist (e.g. the exp-sin solution is 2-D only).
     from .problems import make_problem
@@ -168,9 +187,11 @@ def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
     path = Path(path)
     ck = _Checker(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ck.fail(None, f"cannot read: {exc.strerror or exc}") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ck.fail(None, "not a UTF-8 text file") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        raise ck.fail(None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -212,12 +233,23 @@ def select_experiments(specs: dict[str, ExperimentSpec], names: list[str] | None
 
 _SIZE = re.compile(r"^\s*(-?\d+)\s*[xX]\s*(-?\d+)\s*$")
 _RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
+_INT = re.compile(r"^\s*-?\d+\s*$")
+
+
+def _given(text: str | None, option: str) -> bool:
+    """False for an absent option (None); SpecError for an empty one ("" never means "everything")."""
+    if text is None:
+        return False
+    if not text.strip():
+        raise SpecError(f"{option}: empty value (leave the option out to use the spec's)")
+    return True
 
 
 def parse_sizes(text: str | None, spec: ExperimentSpec) -> list[tuple[int, int]]:
     """``--sizes``: "3x50,3x80" (any L >= 2, M >= 1), "smallest", or None for the spec's sizes."""
-    if text is None or not text.strip():
+    if not _given(text, "--sizes"):
         return list(spec.sizes)
+    assert text is not None
     if text.strip() == "smallest":
         return [spec.sizes[0]]
     sizes: list[tuple[int, int]] = []
@@ -234,27 +266,36 @@ def parse_sizes(text: str | None, spec: ExperimentSpec) -> list[tuple[int, int]]
 
 
 def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
-    """``--seeds``: "0-9", "0,3,5", "0-3,7", or None for the spec's seeds."""
-    if text is None or not text.strip():
+    """``--seeds``: "0-9", "0,3,5", "0-3,7", or None for the spec's seeds (at most MAX_SEEDS seeds)."""
+    if not _given(text, "--seeds"):
         return list(spec.seeds)
-    seeds: list[int] = []
+    assert text is not None
+    seeds: dict[int, None] = {}  # insertion-ordered set
     for item in text.split(","):
         m = _RANGE.match(item)
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
             if lo > hi:
                 raise SpecError(f"--seeds: empty range {item.strip()!r} (start > end)")
-            values = range(lo, hi + 1)
-        elif item.strip().lstrip("-").isdigit():
-            values = [int(item)]
+        elif _INT.match(item):
+            lo = hi = int(item)
         else:
             raise SpecError(f"--seeds: cannot parse {item.strip()!r}; expected e.g. 0-9 or 0,3,5")
-        for s in values:
-            if s < 0:
-                raise SpecError(f"--seeds: seeds must be >= 0, got {s}")
-            if s not in seeds:
-                seeds.append(s)
-    return seeds
+        if lo < 0:
+            raise SpecError(f"--seeds: seeds must be >= 0, got {lo}")
+        if hi - lo + 1 + len(seeds) > MAX_SEEDS:
+            raise SpecError(f"--seeds: more than {MAX_SEEDS} seeds")
+        seeds.update(dict.fromkeys(range(lo, hi + 1)))
+    return list(seeds)
+
+
+def check_sizes(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, int]]) -> None:
+    """SpecError when one of ``solvers`` cannot train one of ``sizes`` (e.g. LySep needs L = 3)."""
+    for name in solvers:
+        for L, M in sizes:
+            reason = spec.solvers[name].size_error(L, M)
+            if reason is not None:
+                raise SpecError(f"--sizes: {L}x{M} cannot be run by {name!r}: {reason}")
 
 
 def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
@@ -264,8 +305,9 @@ def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
     """
     from .solvers import PAPER_SOLVERS
 
-    if text is None or not text.strip():
+    if not _given(text, "--solver"):
         return [s for s in PAPER_SOLVERS if s in spec.solvers] or list(spec.solvers)
+    assert text is not None
     if text.strip() == "all":
         return list(spec.solvers)
     names: list[str] = []

@@ -7,6 +7,7 @@ W_3, b_3 updates act on the seeded hidden layers.  Output: a CSV, a Markdown tab
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any, Callable
 
@@ -14,7 +15,11 @@ import numpy as np
 import pandas as pd
 
 from . import network
-from .runner import experiment_data, relative_l2
+from .atomic import write_bytes, write_text
+from .dataset import experiment_data
+from .metrics import relative_l2
+from .reporting import pm, sci
+from .solvers.lysep import Settings as LySepSettings
 from .solvers.lysep import solve as lysep_solve
 from .specs import ExperimentSpec
 
@@ -22,36 +27,37 @@ DEFAULT_TAUS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0)
 
 
 def step_size_study(spec: ExperimentSpec, sizes: list[tuple[int, int]], seeds: list[int], taus: list[float],
-                    iterations: int, base_settings: dict[str, Any] | None = None,
+                    iterations: int, base_settings: LySepSettings | dict[str, Any] | None = None,
                     tick: Callable[[str], None] | None = None) -> pd.DataFrame:
     """One LySep run per (size, seed, rule): fixed tau for each value in ``taus``, then backtracking.
 
     Returns one row per run: L, M, seed, rule, tau, status, J, J_S, l2, violations, J_first (J after the
     first W_3/b_3 solve), W3_norm.
     """
-    problem, _, Z_test, data = experiment_data(spec)
-    base = {k: v for k, v in (base_settings or {}).items() if k not in ("step_rule", "tau")}
-    rules: list[tuple[str, dict[str, Any]]] = [("fixed", {**base, "step_rule": "fixed", "tau": t}) for t in taus]
-    rules.append(("backtracking", {**(base_settings or {}), "step_rule": "backtracking"}))
+    data = experiment_data(spec)
+    problem, Z_test = data.problem, data.Z_test
+    base = LySepSettings.coerce(base_settings)
+    rules = [("fixed", base.replace(step_rule="fixed", tau=t)) for t in taus]
+    rules.append(("backtracking", base.replace(step_rule="backtracking")))
     rows = []
     for L, M in sizes:
         for seed in seeds:
             params0 = network.init_params(problem.n_in, L, M, seed)
             for rule, settings in rules:
                 with np.errstate(all="ignore"):
-                    res = lysep_solve(problem, data, params0, settings, iterations)
+                    res = lysep_solve(problem, data.training, params0, settings, iterations)
                 ok = res.status == "ok"
                 J = res.history["J"][-1]
                 rows.append({
-                    "L": L, "M": M, "seed": seed, "rule": rule, "tau": settings.get("tau"),
+                    "L": L, "M": M, "seed": seed, "rule": rule, "tau": settings.tau,
                     "status": res.status, "J": J if ok else np.nan, "J_S": res.J_S if ok else np.nan,
                     "l2": relative_l2(problem, res.params, Z_test) if ok else np.nan,
-                    "violations": res.extra["bound"]["violations"],
+                    "violations": (res.bound or {}).get("violations", 0),
                     "J_first": res.history["J"][1] if len(res.history["J"]) > 1 else np.nan,
-                    "W3_norm": res.extra["diagnostics"]["W3_norm"],
+                    "W3_norm": res.diagnostics.get("W3_norm", np.nan),
                 })
                 if tick is not None:
-                    tick(f"{rule} tau={settings.get('tau')} L{L}-M{M} seed {seed}: J={J:.2e}")
+                    tick(f"{rule} tau={settings.tau} L{L}-M{M} seed {seed}: J={J:.2e}")
     return pd.DataFrame(rows)
 
 
@@ -68,13 +74,12 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown_table(summary: pd.DataFrame) -> str:
+    """The summary as a Markdown table (mean±std over the seeds; one seed: the mean alone)."""
     from tabulate import tabulate
 
-    def pm(m: float, s: float) -> str:
-        return "—" if not np.isfinite(m) else f"{m:.2e}±{(0.0 if not np.isfinite(s) else s):.2e}"
-
-    rows = [[f"({r.L},{r.M})", r.rule, f"{r.tau:g}" if r.rule == "fixed" else f"per block, first {r.tau:g}", f"{r.n - r.diverged}/{r.n}",
-             pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), f"{r.J_first_mean:.2e}", str(int(r.violations))]
+    rows = [[f"({r.L},{r.M})", r.rule, f"{r.tau:g}" if r.rule == "fixed" else f"per block, first {r.tau:g}",
+             f"{r.n - r.diverged}/{r.n}", pm(r.J_mean, r.J_std), pm(r.l2_mean, r.l2_std), sci(r.J_first_mean),
+             str(int(r.violations))]
             for r in summary.itertuples()]
     return tabulate(rows, headers=["(L,M)", "rule", "tau", "ok/runs", "J", "l2", "J after 1st W3 solve",
                                    "bound violations"], tablefmt="github")
@@ -104,16 +109,20 @@ def plot_study(summary: pd.DataFrame, out: Path) -> list[Path]:
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    paths = [out.with_suffix(".png"), out.with_suffix(".pdf")]
-    for p in paths:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
+    paths = []
+    try:
+        for ext in ("png", "pdf"):
+            buf = io.BytesIO()
+            fig.savefig(buf, format=ext, dpi=150)
+            paths.append(write_bytes(out.with_suffix(f".{ext}"), buf.getvalue()))
+    finally:
+        plt.close(fig)
     return paths
 
 
 def write_study(df: pd.DataFrame, out_dir: Path) -> list[Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """runs.csv, summary.md and the figure under ``out_dir`` (each written atomically)."""
     summary = summarise(df)
-    df.to_csv(out_dir / "runs.csv", index=False)
-    (out_dir / "summary.md").write_text(markdown_table(summary) + "\n")
-    return [out_dir / "runs.csv", out_dir / "summary.md", *plot_study(summary, out_dir / "step-size")]
+    return [write_text(out_dir / "runs.csv", df.to_csv(index=False)),
+            write_text(out_dir / "summary.md", markdown_table(summary) + "\n"),
+            *plot_study(summary, out_dir / "step-size")]

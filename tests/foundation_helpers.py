@@ -1,12 +1,21 @@
-"""Shared tiny configs and stub solvers for the foundation tests (specs, runner, tables, CLI)."""
+"""Shared tiny configs, stub solvers and synthetic run records for the tests."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from lysep_cli.solvers.base import SolveResult, copy_params
+from lysep_cli import records
+from lysep_cli.dataset import experiment_data
+from lysep_cli.network import init_params
+from lysep_cli.runrecord import Final, RunRecord, jsonable
+from lysep_cli.solvers.base import SolveResult, copy_params, diverged
+from lysep_cli.solvers.settings import NoSettings
+
+Settings = NoSettings  # the settings of the stub solvers below (the registry reads module.Settings)
 
 TINY_YAML = """\
 experiments:
@@ -49,16 +58,31 @@ def files_under(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
+def snapshot(root: Path) -> dict[str, bytes]:
+    """relative path -> content of every file below ``root`` (to check that nothing was written)."""
+    if not root.exists():
+        return {}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Stub solvers (registered by the tests under names "stub-...": module foundation_helpers, Settings above).
+
 def raising_solver(problem, data, params0, settings, iterations, progress=None):
     """A solver that hits a floating-point error."""
     raise FloatingPointError("overflow in a stub")
 
 
+def crashing_solver(problem, data, params0, settings, iterations, progress=None):
+    """A solver with a bug."""
+    raise RuntimeError("a bug in a stub")
+
+
 def bounded_solver(problem, data, params0, settings, iterations, progress=None):
-    """A LySep-like stub: returns J_S, a bound check and a diagnostic in ``extra``."""
+    """A LySep-like stub: returns J_S, a bound check and a diagnostic."""
     history = [1.0] * (iterations + 1)
     return SolveResult(copy_params(params0), {"J": history, "J_S": [0.5] * (iterations + 1)}, J_S=0.5,
-                       extra={"bound": {"factor": 84.0, "violations": 2}, "cond": np.float64(3.0)})
+                       bound={"factor": 84.0, "violations": 2}, diagnostics={"cond": np.float64(3.0)})
 
 
 def nonfinite_solver(problem, data, params0, settings, iterations, progress=None):
@@ -66,3 +90,42 @@ def nonfinite_solver(problem, data, params0, settings, iterations, progress=None
     params = copy_params(params0)
     params[-1][0][...] = np.nan
     return SolveResult(params, {"J": [1.0] * (iterations + 1)})
+
+
+def diverging_solver(problem, data, params0, settings, iterations, progress=None):
+    """Diverges after two iterations."""
+    return diverged(copy_params(params0), {"J": [3.0, 2.0, math.nan]}, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Synthetic records.
+
+def synthetic_record(spec, solver: str, L: int, M: int, seed: int, *, J: float | None, l2: float | None,
+                     J_S: float | None = None, iterations: int | None = None, status: str = "ok",
+                     history: dict[str, Any] | None = None, bound: dict[str, Any] | None = None,
+                     seconds: float = 1.0, **changes: Any) -> tuple[RunRecord, list]:
+    """A valid record of ``spec`` (its settings, n_train, n_test, data set) with the given numbers, and
+    the network whose weights it names (the seeded initial network)."""
+    its = spec.iterations if iterations is None else iterations
+    params = init_params(experiment_data(spec).problem.n_in, L, M, seed)
+    if history is None:
+        k = np.arange(its + 1)
+        end = J if J is not None else 1.0
+        series = list(end * 10.0 ** (3 * (1 - k / its)))
+        history = {"J": series, "J_S": None if J_S is None else [x / 2 for x in series[:-1]] + [J_S]}
+    rec = RunRecord(
+        experiment=spec.name, solver=solver, L=L, M=M, seed=seed, iterations=its,
+        settings=jsonable(spec.solvers[solver].to_dict()), pde=spec.pde, d=spec.d, solution=spec.solution,
+        n_train=spec.n_train, n_test=spec.n_test, data_sha256=experiment_data(spec).sha256,
+        weights_sha256=records.sha256(records.weights_bytes(params)), status=status, message="",
+        iterations_done=len(history["J"]) - 1, diverged_at=None if status == "ok" else len(history["J"]) - 1,
+        seconds=seconds, final=Final(J, J_S, l2), bound=bound,
+        history={k: None if v is None else [None if (x is None or not math.isfinite(x)) else float(x) for x in v]
+                 for k, v in history.items()})
+    return (rec.with_(**changes) if changes else rec), params
+
+
+def store(root: Path, record: RunRecord, params: list) -> RunRecord:
+    """Write ``record`` and its weights under ``root`` (the records layout)."""
+    records.write_record(root, record, params)
+    return record

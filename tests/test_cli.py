@@ -34,6 +34,12 @@ def tiny(tmp_path):
     (["table", "--format", "html"], "--format"),
     (["compare", "nope"], "unknown experiment"),
     (["plot", "nope"], "unknown experiment"),
+    (["run", "elliptic-2d", "--sizes", ""], "--sizes: empty"),
+    (["run", "elliptic-2d", "--seeds", " "], "--seeds: empty"),
+    (["run", "elliptic-2d", "--solver", ""], "--solver: empty"),
+    (["table", "--iterations", "0"], "--iterations"),
+    (["compare", "--format", "csv"], "--format"),
+    (["study", "step-size", "elliptic-2d"], "no lysep settings"),
 ])
 def test_bad_input_exit_2_nothing_written(tiny, args, needle):
     config, results = tiny
@@ -43,6 +49,15 @@ def test_bad_input_exit_2_nothing_written(tiny, args, needle):
     assert result.exit_code == 2, result.output
     assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not results.exists() and not out.exists()
+
+
+def test_version_and_help():
+    result = cli.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.startswith("lysep ")
+    for command in (["--help"], ["run", "--help"], ["table", "--help"], ["study", "step-size", "--help"]):
+        helptext = cli.invoke(app, command).stdout
+        assert "--help" in helptext and "<bool>" not in helptext, command
+    assert "--force" in cli.invoke(app, ["run", "--help"]).stdout
 
 
 def test_broken_yaml(tmp_path):
@@ -75,10 +90,18 @@ def test_run_skip_table(tiny):
     assert listing.exit_code == 0 and "elliptic-2d" in listing.stdout and "seeds 0-1" in listing.stdout
 
 
-def test_table_without_records(tiny):
+@pytest.mark.parametrize("command", [["table"], ["table", "elliptic-2d"], ["compare"], ["compare", "elliptic-2d"],
+                                     ["plot", "elliptic-2d"]])
+def test_nothing_to_show_exit_1_the_same_everywhere(tiny, command):
     config, results = tiny
-    result = cli.invoke(app, ["table", "--config", str(config), "--results", str(results)])
-    assert result.exit_code == 1 and "no run records" in result.stderr
+    base = ["--config", str(config), "--results", str(results)]
+    missing = cli.invoke(app, command + base)  # --results does not exist: a bad path
+    assert missing.exit_code == 2 and "no such directory" in missing.stderr
+    results.mkdir()
+    empty = cli.invoke(app, command + base)
+    assert empty.exit_code == 1 and "no run record" in empty.stderr
+    assert len(empty.stderr.strip().splitlines()) == 1 and empty.stdout == ""
+    assert files_under(results) == []
 
 
 def test_ctrl_c_keeps_finished_runs(tiny):

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lysep_cli.compare import build_comparison, load_published, published_frame, render_comparison
+from lysep_cli.compare import build_comparison, render_comparison
+from lysep_cli.records import load_records
+from lysep_cli.reporting import published, published_frame, select
+from lysep_cli.specs import default_config, load_specs
+
+from foundation_helpers import store, synthetic_record
 
 EXP = "elliptic-2d"
 SIZES = [(3, 30), (3, 50)]          # the paper also has (3, 80) and (3, 100): those stay missing
@@ -18,45 +22,31 @@ ITERATIONS = 20
 # ours = paper * factor * (1 + 0.1 seed): mean factor 1.1 x these
 FACTORS = {("pinn", "J"): 0.5, ("pinn", "l2"): 20.0,
            ("lysep", "J_S"): 2.0, ("lysep", "J"): 0.05, ("lysep", "l2"): 1.5}
+SPECS = load_specs(default_config())
 
 
 def paper_cell(L, M, solver, q):
     model = {"pinn": "PINN", "lysep": "LySep"}[solver]
-    row = [r for r in load_published()[EXP]["rows"] if (r["L"], r["M"], r["model"]) == (L, M, model)][0]
+    row = [r for r in published()[EXP]["rows"] if (r["L"], r["M"], r["model"]) == (L, M, model)][0]
     return row[q]
 
 
 def write_record(root: Path, exp: str, solver: str, L: int, M: int, seed: int, final: dict,
                  iterations: int = ITERATIONS, status: str = "ok", bound_factor: float | None = 84.0):
-    """One run record in the documented layout, with geometric J (and J_S) histories ending at ``final``."""
-    k = np.arange(iterations + 1)
-    J = list(final["J"] * 10.0 ** (3 * (1 - k / iterations)))
-    J_S = list(np.array(J) / (2.0 + seed)) if final.get("J_S") is not None else None
-    if J_S is not None:
-        J_S[-1] = final["J_S"]
-    rec = {
-        "experiment": exp, "solver": solver, "L": L, "M": M, "seed": seed, "iterations": iterations,
-        "settings": {}, "status": status, "diverged_at": None, "seconds": 1.0 + seed,
-        "final": {"J": final["J"], "J_S": final.get("J_S"), "l2": final["l2"]},
-        "bound": ({"factor": bound_factor, "violations": 0} if solver == "lysep" else None),
-        "history": {"J": J, "J_S": J_S},
-        "extra": {},
-    }
-    d = root / exp / solver / f"L{L}-M{M}"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"seed-{seed}.json").write_text(json.dumps(_strict(rec), allow_nan=False))
-    return rec
+    """One valid run record (and its weights) in the documented layout, ending at ``final``."""
+    def num(x):
+        return None if x is None or not math.isfinite(x) else x
+
+    bound = {"factor": bound_factor, "violations": 0} if solver == "lysep" else None
+    rec, params = synthetic_record(SPECS[exp], solver, L, M, seed, J=num(final["J"]), l2=num(final["l2"]),
+                                   J_S=num(final.get("J_S")), iterations=iterations, status=status, bound=bound,
+                                   seconds=1.0 + seed)
+    return store(root, rec, params)
 
 
-def _strict(x):
-    """Non-finite floats as null, as the run records store them."""
-    if isinstance(x, dict):
-        return {k: _strict(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_strict(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+def comparison(root, experiments, iterations=ITERATIONS):
+    sel = select(load_records(root, experiments), [SPECS[e] for e in experiments], iterations)
+    return sel
 
 
 def make_results(root: Path) -> list[dict]:
@@ -90,8 +80,8 @@ def test_published_frame_matches_yaml():
 
 def test_cells_match_records_and_paper(results):
     root, recs = results
-    comp = build_comparison(root, [EXP])
-    from lysep_cli.tables import aggregate
+    comp = build_comparison(comparison(root, [EXP]), [EXP])
+    from lysep_cli.reporting import aggregate
 
     agg = aggregate(recs)
     cells = comp.cells
@@ -101,7 +91,7 @@ def test_cells_match_records_and_paper(results):
             c = cells[(cells.L == L) & (cells.M == M) & (cells.solver == solver) & (cells.quantity == q)]
             assert len(c) == 1
             c = c.iloc[0]
-            vals = [r["final"][q] for r in recs if (r["L"], r["M"], r["solver"]) == (L, M, solver)]
+            vals = [getattr(r.final, q) for r in recs if (r.L, r.M, r.solver) == (L, M, solver)]
             assert c.ours_mean == pytest.approx(np.mean(vals), rel=1e-12)
             a = agg[(agg.experiment == EXP) & (agg.L == L) & (agg.M == M) & (agg.solver == solver)].iloc[0]
             assert c.ours_std == pytest.approx(a[f"{q}_std"], rel=1e-12)
@@ -119,7 +109,7 @@ def test_cells_match_records_and_paper(results):
 
 def test_summary_counts(results):
     root, _ = results
-    s = build_comparison(root, [EXP]).summary[EXP]
+    s = build_comparison(comparison(root, [EXP]), [EXP]).summary[EXP]
     # per size: within = PINN J (0.55), LySep J_S (2.2), LySep l2 (1.65); better = PINN J, LySep J
     assert s == {"cells": 20, "compared": 10, "within": 6, "better": 4, "worse": 6, "missing": 10,
                  "verdicts": 4, "agree": 4}
@@ -127,7 +117,7 @@ def test_summary_counts(results):
 
 def test_verdicts(results):
     root, _ = results
-    v = build_comparison(root, [EXP]).verdicts
+    v = build_comparison(comparison(root, [EXP]), [EXP]).verdicts
     got = {(r.M, r.quantity): (r.ours, r.paper, r.agree) for r in v.itertuples()}
     # the paper: LySep beats PINN everywhere in Table 1; ours: decided from the synthetic numbers
     for M in (30, 50):
@@ -144,22 +134,22 @@ def test_verdict_disagrees(tmp_path):
     for s in (0, 1):
         write_record(root, EXP, "pinn", 3, 30, s, {"J": 1e-6, "l2": 1e-1})
         write_record(root, EXP, "lysep", 3, 30, s, {"J_S": 1e-5, "J": 1e-5, "l2": 1e-3})
-    comp = build_comparison(root, [EXP])
+    comp = build_comparison(comparison(root, [EXP]), [EXP])
     v = {r.quantity: (r.ours, r.paper, r.agree) for r in comp.verdicts[comp.verdicts.M == 30].itertuples()}
     assert v == {"J": (False, True, False), "l2": (True, True, True)}
     assert comp.summary[EXP]["verdicts"] == 2 and comp.summary[EXP]["agree"] == 1
-    md = render_comparison(root, [EXP], "markdown")
+    md = render_comparison(comparison(root, [EXP]), [EXP], "markdown")
     assert "| (3,30) | no | yes | yes | yes |" in md
 
 
 def test_markdown_rows_match_cells(results):
     root, recs = results
-    md = render_comparison(root, [EXP], "markdown")
+    md = render_comparison(comparison(root, [EXP]), [EXP], "markdown")
     assert "## elliptic-2d (paper Table 1)" in md
     lines = md.splitlines()
     for L, M in SIZES:
         for (solver, q) in FACTORS:
-            vals = np.array([r["final"][q] for r in recs if (r["L"], r["M"], r["solver"]) == (L, M, solver)])
+            vals = np.array([getattr(r.final, q) for r in recs if (r.L, r.M, r.solver) == (L, M, solver)])
             pm, ps = paper_cell(L, M, solver, q)
             model = {"pinn": "PINN", "lysep": "LySep"}[solver]
             row = [ln for ln in lines if ln.startswith(f"| ({L},{M}) | {model} | {q} |")]
@@ -178,7 +168,7 @@ def test_markdown_rows_match_cells(results):
 
 def test_latex_is_balanced(results):
     root, _ = results
-    tex = render_comparison(root, [EXP], "latex")
+    tex = render_comparison(comparison(root, [EXP]), [EXP], "latex")
     assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == 2
     assert "±" not in tex and "—" not in tex
     assert r"$\pm$" in tex
@@ -189,23 +179,37 @@ def test_latex_is_balanced(results):
 def test_all_experiments_and_extra_solver(tmp_path):
     root = tmp_path / "results"
     write_record(root, "elliptic-10d", "rfls", 3, 20, 0, {"J": 1e-9, "l2": 1e-4})
-    write_record(root, "my-own", "pinn", 2, 10, 0, {"J": 1e-3, "l2": 1e-2})
-    comp = build_comparison(root, None)
-    assert comp.experiments == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d", "my-own"]
+    (root / "my-own").mkdir()  # not in the experiments file: never read
+    names = list(SPECS)
+    comp = build_comparison(comparison(root, names), names)
+    assert comp.experiments == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
     s = comp.summary["hyperbolic-5d"]
     assert s["cells"] == 20 and s["missing"] == 20 and s["compared"] == 0
     rf = comp.cells[comp.cells.solver == "rfls"]
     assert set(rf.quantity) == {"J", "l2"} and rf.paper_mean.isna().all() and rf.ratio.isna().all()
     assert comp.summary["elliptic-10d"]["cells"] == 20  # extra solvers are not counted
-    md = render_comparison(root, None, "markdown")
-    assert "## my-own (not in the paper)" in md
+    md = render_comparison(comparison(root, names), names, "markdown")
     assert "| (3,20) | rfls | J | 1.00e-09" in md
-    assert "**Summary** my-own: no published cells to compare with" in md
+
+
+def test_records_not_matching_the_spec_are_counted_not_averaged(results):
+    root, recs = results
+    # Same cells, other settings / other iterations: must not move a single number.
+    spec = SPECS[EXP]
+    other, params = synthetic_record(spec, "pinn", 3, 30, 7, J=1e3, l2=1e3, iterations=ITERATIONS)
+    store(root, other.with_(settings={**other.settings, "lr": 0.5}), params)
+    store(root, *synthetic_record(spec, "pinn", 3, 30, 8, J=1e3, l2=1e3, iterations=ITERATIONS + 1))
+    comp = build_comparison(comparison(root, [EXP]), [EXP])
+    c = comp.cells[(comp.cells.solver == "pinn") & (comp.cells.M == 30) & (comp.cells.quantity == "J")].iloc[0]
+    assert c.n_seeds == len(SEEDS) and c.ours_mean < 1.0
+    assert comp.info[EXP]["left_out"] == ("Not shown: 2 run record(s) that do not match the spec "
+                                          "(1 with other iterations, 1 with other solver settings).")
+    assert "Not shown: 2 run record(s)" in render_comparison(comparison(root, [EXP]), [EXP], "markdown")
 
 
 def test_unknown_format(results):
     with pytest.raises(ValueError):
-        render_comparison(results[0], [EXP], "html")
+        render_comparison(comparison(results[0], [EXP]), [EXP], "html")
 
 
 def test_diverged_runs(tmp_path):
@@ -215,10 +219,10 @@ def test_diverged_runs(tmp_path):
     write_record(root, EXP, "lysep", 3, 30, 1, {"J_S": 3e-5, "J": 4e-5, "l2": 3e-3})
     write_record(root, EXP, "lysep", 3, 30, 2, {"J_S": math.nan, "J": math.nan, "l2": math.nan},
                  status="diverged")
-    comp = build_comparison(root, [EXP])
+    comp = build_comparison(comparison(root, [EXP]), [EXP])
     ly = comp.cells[(comp.cells.solver == "lysep") & (comp.cells.M == 30) & (comp.cells.quantity == "J")].iloc[0]
     assert (ly.n_seeds, ly.n_diverged) == (2, 1) and ly.ours_mean == pytest.approx(3e-5)
-    md = render_comparison(root, [EXP], "markdown")
+    md = render_comparison(comparison(root, [EXP]), [EXP], "markdown")
     assert "2 diverged run(s)" in md
     assert "| (3,30) | PINN | J | — (0 seeds) | 0/10 (+1 diverged) |" in md
     assert "| (3,30) | LySep | J | 3.00e-05 ± 1.00e-05 | 2/10 (+1 diverged) |" in md

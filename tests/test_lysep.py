@@ -10,7 +10,8 @@ from lysep_cli.network import init_params, pinn_loss
 from lysep_cli.problems import make_problem
 from lysep_cli.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
-from lysep_cli.solvers.lysep import bound_factor, check_settings, paper_constant, solve, theorem_constant
+from lysep_cli.solvers.lysep import Settings, bound_factor, paper_constant, solve, theorem_constant
+from lysep_cli.solvers.settings import SettingsError
 from lysep_cli.solvers.lysep_loss import (LySepData, LySepState, compute_terms, gradient, lysep_loss, penalty,
                                           weights)
 from lysep_cli.solvers.lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
@@ -207,9 +208,9 @@ def test_algorithm_decreases_J_S_and_records_everything(pde, d):
     assert len(H["J_S"]) == len(H["J"]) == 6
     assert H["J_S"][-1] < 0.1 * H["J_S"][0]
     assert all(b <= a * (1 + 1e-12) for a, b in zip(H["J_S"][1:], H["J_S"][2:]))  # monotone after solve 1
-    assert res.extra["bound"]["violations"] == 0
-    assert res.extra["bound"]["factor"] == bound_factor(pde, d) * 14
-    diag = res.extra["diagnostics"]
+    assert res.bound["violations"] == 0
+    assert res.bound["factor"] == bound_factor(pde, d) * 14
+    diag = res.diagnostics
     assert diag["J_after_first_W3_solve"] == H["J"][1]
     assert res.J_S == H["J_S"][-1] and res.status == "ok"
     again = solve(P, td, params, {"tau": 1e-6}, iterations=5)
@@ -233,10 +234,21 @@ def test_W3_zero_is_not_a_trap():
 
 
 def test_settings_are_validated():
-    with pytest.raises(ValueError, match="unknown setting"):
-        check_settings({"learning_rate": 1})
-    with pytest.raises(ValueError, match="weights"):
-        check_settings({"weights": "sometimes"})
+    with pytest.raises(SettingsError, match="unknown setting"):
+        Settings.from_mapping({"learning_rate": 1})
+    with pytest.raises(SettingsError, match="weights"):
+        Settings.from_mapping({"weights": "sometimes"})
+    with pytest.raises(SettingsError, match="step_rule"):
+        Settings.from_mapping({"step_rule": "bogus"})
+    assert Settings().size_error(4, 5) is None and Settings().size_error(3, 5) is None  # any depth L >= 2
     with pytest.raises(ValueError, match="L >= 2"):
         P, td, _, _ = setup("elliptic", 2)
         solve(P, td, init_params(2, 1, 5, 0), {}, iterations=1)
+
+
+def test_step_rules_are_fresh_objects_per_solve():
+    s = Settings.from_mapping({"tau": 1e-6})
+    a, b = s.step_rules(), s.step_rules()
+    assert set(a) == {"W1", "a1", "d1", "W2", "a2", "d2", "q2"} and a["W1"] is not b["W1"]
+    assert all(not r.inactive for r in a.values())
+    assert all(r.inactive for r in s.replace(step_rule="fixed", tau=0.0).step_rules().values())

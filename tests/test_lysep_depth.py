@@ -152,10 +152,10 @@ def test_algorithm_at_depth_L(pde, d, L):
     assert len(H["J"]) == 5 and res.status == "ok"
     assert H["J_S"][-1] < H["J_S"][0]
     assert all(b <= a * (1 + 1e-12) for a, b in zip(H["J_S"][1:], H["J_S"][2:]))
-    bound = res.extra["bound"]
+    bound = res.bound
     assert bound["violations"] == 0 and bound["C"] == theorem_constant(L)
     assert bound["factor"] == bound_factor(pde, d) * theorem_constant(L)
-    diag = res.extra["diagnostics"]
+    diag = res.diagnostics
     assert {f"move_W{l}" for l in range(1, L)} <= set(diag)
     assert set(diag["accepted_steps"]) == set(gradient_blocks(L))
     assert res.params[-1][0].shape == (1, 5) and len(res.params) == L

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -10,33 +9,38 @@ import numpy as np
 import pytest
 
 from lysep_cli.plots import plot_experiment
+from lysep_cli.records import load_records
+from lysep_cli.reporting import select
+from lysep_cli.specs import default_config, load_specs
+
+from foundation_helpers import store, synthetic_record
 
 EXP = "parabolic-5d"
 ITERATIONS = 30
+SPEC = load_specs(default_config())[EXP]
 
 
 def write_record(root: Path, solver: str, L: int, M: int, seed: int, *, diverged: bool = False,
                  factor: float | None = 182.0) -> None:
-    """A record in the documented layout (strict JSON: non-finite values are null)."""
+    """A valid record (and weights) in the documented layout."""
     k = np.arange(ITERATIONS + 1)
-    J = 10.0 ** (-1 - 4 * k / ITERATIONS - 0.1 * seed)
-    J_S = J / (3.0 + seed) if solver == "lysep" else None
-    status, at = "ok", None
-    J = [float(v) for v in J]
+    J = [float(v) for v in 10.0 ** (-1 - 4 * k / ITERATIONS - 0.1 * seed)]
+    J_S = [v / (3.0 + seed) for v in J] if solver == "lysep" else None
+    status = "ok"
     if diverged:
-        status, at = "diverged", 20
-        J = J[:20] + [None] * (ITERATIONS + 1 - 20)
-    rec = {
-        "experiment": EXP, "solver": solver, "L": L, "M": M, "seed": seed, "iterations": ITERATIONS,
-        "settings": {}, "status": status, "diverged_at": at, "seconds": 0.5,
-        "final": {"J": J[-1], "J_S": None if J_S is None else float(J_S[-1]), "l2": 1e-3},
-        "bound": {"factor": factor, "violations": 0} if solver == "lysep" else None,
-        "history": {"J": J, "J_S": None if J_S is None else [float(v) for v in J_S]},
-        "extra": {},
-    }
-    d = root / EXP / solver / f"L{L}-M{M}"
-    d.mkdir(parents=True, exist_ok=True)
-    (d / f"seed-{seed}.json").write_text(json.dumps(rec, allow_nan=False))
+        status = "diverged"
+        J = J[:21]
+        J[20] = float("nan")
+    rec, params = synthetic_record(
+        SPEC, solver, L, M, seed, J=None if diverged else J[-1], l2=1e-3,
+        J_S=None if J_S is None else J_S[-1], iterations=ITERATIONS, status=status,
+        history={"J": J, "J_S": None if J_S is None else J_S[:len(J)]},
+        bound={"factor": factor, "violations": 0} if solver == "lysep" else None, seconds=0.5)
+    store(root, rec, params)
+
+
+def records_of(root: Path):
+    return select(load_records(root, [EXP]), [SPEC], ITERATIONS).of(EXP)
 
 
 def _check_files(paths: list[Path], stems: list[str], out_dir: Path) -> None:
@@ -60,8 +64,8 @@ def test_all_three_figures(tmp_path):
             write_record(root, "pinn", L, M, s, diverged=(M == 80 and s == 2))
             write_record(root, "lysep", L, M, s)
         write_record(root, "rfls", L, M, 0)
-    paths = plot_experiment(root, EXP)
     out = root / EXP / "figures"
+    paths = plot_experiment(records_of(root), EXP, out)
     _check_files(paths, [f"{EXP}-loss", f"{EXP}-loss-JS", f"{EXP}-bound-ratio"], out)
 
 
@@ -70,17 +74,18 @@ def test_single_size_custom_dir_without_lysep(tmp_path):
     write_record(root, "pinn", 3, 20, 0)
     write_record(root, "pinn", 3, 20, 1)
     out = tmp_path / "figs"
-    paths = plot_experiment(root, EXP, out)
+    paths = plot_experiment(records_of(root), EXP, out)
     _check_files(paths, [f"{EXP}-loss"], out)
 
 
 def test_lysep_without_bound_factor(tmp_path):
     root = tmp_path / "results"
     write_record(root, "lysep", 3, 20, 0, factor=None)
-    paths = plot_experiment(root, EXP, tmp_path / "figs")
+    paths = plot_experiment(records_of(root), EXP, tmp_path / "figs")
     assert len(paths) == 6
 
 
 def test_no_records(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        plot_experiment(tmp_path / "results", EXP)
+    with pytest.raises(ValueError):
+        plot_experiment([], EXP, tmp_path / "figs")
+    assert not (tmp_path / "figs").exists()

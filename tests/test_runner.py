@@ -1,14 +1,17 @@
-"""Runner and records: atomic files, skip/force/stale, determinism, --jobs, divergence, re-evaluation."""
+"""Runner and records: atomic files, skip/force/conflicts, determinism, --jobs, divergence, re-evaluation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from lysep_cli import network, records, runner
+from lysep_cli import atomic, network, records, runner
 from lysep_cli.problems import make_problem
+from lysep_cli.reporting import summary_lines
+from lysep_cli.runrecord import RunRecord
 from lysep_cli.solvers import SOLVERS
 from lysep_cli.specs import load_specs
 
@@ -26,52 +29,63 @@ def keys_of(spec, solver="pinn"):
 
 def numbers(rec):
     """A record without its timing."""
+    rec = rec if isinstance(rec, dict) else rec.to_json()
     return {k: v for k, v in rec.items() if k != "seconds"}
 
 
 def test_run_writes_records_and_data(tmp_path, specs):
     spec, out = specs["elliptic-2d"], tmp_path / "res"
-    done = runner.run_experiment(spec, keys_of(spec), 5, out)
+    done = runner.run_experiment(spec, keys_of(spec), 5, out).done
     assert len(done) == 4
     assert files_under(out) == sorted(
         ["elliptic-2d/data.npz"]
         + [f"elliptic-2d/pinn/L{L}-M{M}/seed-{s}.{ext}" for L, M in spec.sizes for s in (0, 1)
            for ext in ("json", "npz")])
     rec = records.read_record(out / "elliptic-2d/pinn/L3-M6/seed-1.json")
-    for key in ("experiment", "solver", "L", "M", "seed", "iterations", "settings", "status", "seconds",
-                "final", "bound", "history", "extra", "diverged_at"):
-        assert key in rec
-    assert rec["status"] == "ok" and rec["bound"] is None and rec["final"]["J_S"] is None
-    assert len(rec["history"]["J"]) == 6 and rec["history"]["J_S"] is None
-    assert rec["final"]["J"] == rec["history"]["J"][-1]
+    raw = json.loads((out / "elliptic-2d/pinn/L3-M6/seed-1.json").read_text())
+    assert set(raw) == {f.name for f in dataclasses.fields(RunRecord)} and raw["schema"] == 2
+    assert rec.status == "ok" and rec.bound is None and rec.final.J_S is None and rec.message == ""
+    assert len(rec.history["J"]) == 6 and rec.history["J_S"] is None and rec.iterations_done == 5
+    assert rec.final.J == rec.history["J"][-1]
+    assert rec.settings == {"lr": 1e-3, "lr_final": 1e-4}  # the typed settings, defaults included
+    assert rec == done[[r.cell for r in done].index(rec.cell)]  # what was returned is what was written
     params = records.load_params(out / "elliptic-2d/pinn/L3-M6/seed-1.npz")
     assert [(W.shape, b.shape) for W, b in params] == [((6, 2), (6,)), ((6, 6), (6,)), ((1, 6), (1,))]
+    assert rec.weights_sha256 == records.sha256((out / "elliptic-2d/pinn/L3-M6/seed-1.npz").read_bytes())
     with np.load(out / "elliptic-2d/data.npz") as z:
         assert z["train"].shape == (60, 2) and z["test"].shape == (40, 2)
-    assert len(records.load_records(out)) == 4 and records.load_records(out, ["parabolic-5d"]) == []
+        assert records.data_sha256({"train": z["train"], "test": z["test"]}) == rec.data_sha256
+    assert len(records.load_records(out).records) == 4 and records.load_records(out, ["parabolic-5d"]).records == []
 
 
-def test_skip_force_and_stale(tmp_path, specs):
+def test_skip_force_and_conflicts(tmp_path, specs):
     spec, out = specs["elliptic-2d"], tmp_path / "res"
     sizes, seeds = list(spec.sizes), list(spec.seeds)
     runner.run_experiment(spec, keys_of(spec), 5, out)
     plan = runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out)
-    assert plan.todo == [] and len(plan.skipped) == 4
+    assert plan.todo == [] and len(plan.skipped) == 4 and not plan.conflicts
     assert len(runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out, force=True).todo) == 4
-    # A record made with other iterations is redone, not silently reused.
+    # A record made with other iterations is neither reused nor overwritten without force.
     plan = runner.plan_runs(spec, ["pinn"], sizes, seeds, 7, out)
-    assert len(plan.todo) == 4 and len(plan.stale) == 4
-    # A missing NPZ makes the run incomplete.
+    assert plan.todo == [] and len(plan.conflicts) == 4 and "iterations 5, not 7" in plan.conflicts[0][2]
+    assert len(runner.plan_runs(spec, ["pinn"], sizes, seeds, 7, out, force=True).todo) == 4
+    # Other settings, other n_train: the same.
+    other = dataclasses.replace(spec, solvers={"pinn": spec.solvers["pinn"].replace(lr=2e-3)})
+    plan = runner.plan_runs(other, ["pinn"], sizes, seeds, 5, out)
+    assert len(plan.conflicts) == 4 and "lr=0.001" in plan.conflicts[0][2]
+    assert len(runner.plan_runs(dataclasses.replace(spec, n_train=61), ["pinn"], sizes, seeds, 5, out).conflicts) == 4
+    # A missing NPZ makes the record invalid: the run is redone.
     (out / "elliptic-2d/pinn/L2-M5/seed-0.npz").unlink()
-    assert runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out).todo == [runner.RunKey("pinn", 2, 5, 0)]
+    plan = runner.plan_runs(spec, ["pinn"], sizes, seeds, 5, out)
+    assert plan.todo == [runner.RunKey("pinn", 2, 5, 0)] and "missing" in plan.invalid[0][1]
 
 
 def test_same_seed_bit_identical_and_jobs(tmp_path, specs):
     spec = specs["parabolic-5d"]
     keys = keys_of(spec)
-    a = runner.run_experiment(spec, keys, 5, tmp_path / "a")
-    b = runner.run_experiment(spec, keys, 5, tmp_path / "b")
-    c = runner.run_experiment(spec, keys, 5, tmp_path / "c", jobs=2)
+    a = runner.run_experiment(spec, keys, 5, tmp_path / "a").done
+    b = runner.run_experiment(spec, keys, 5, tmp_path / "b").done
+    c = runner.run_experiment(spec, keys, 5, tmp_path / "c", jobs=2).done
     assert [numbers(r) for r in a] == [numbers(r) for r in b] == [numbers(r) for r in c]
     for key in keys:
         files = [records.record_paths(tmp_path / d, spec.name, *vars(key).values())[1] for d in "abc"]
@@ -79,8 +93,10 @@ def test_same_seed_bit_identical_and_jobs(tmp_path, specs):
         for other in files[1:]:
             z = np.load(other)
             assert all(np.array_equal(ref[k], z[k]) for k in ref.files)
-    # And on disk: the JSON files are identical apart from the timing.
+    # And on disk: the NPZ files are byte-identical, the JSON files identical apart from the timing.
     for key in keys:
+        npz = [records.record_paths(tmp_path / d, spec.name, *vars(key).values())[1].read_bytes() for d in "abc"]
+        assert npz[0] == npz[1] == npz[2]
         recs = [json.loads(records.record_paths(tmp_path / d, spec.name, *vars(key).values())[0].read_text())
                 for d in "abc"]
         assert numbers(recs[0]) == numbers(recs[1]) == numbers(recs[2])
@@ -135,49 +151,61 @@ def test_saved_weights_reproduce_record(tmp_path, specs, experiment):
     # l2 from the formula of Section 4 with a hand-written forward pass.
     u = problem.u(Z_test)
     l2 = np.sqrt(np.sum((_manual_psi(params, problem, Z_test) - u) ** 2) / np.sum(u**2))
-    assert l2 == pytest.approx(rec["final"]["l2"], rel=1e-12)
+    assert l2 == pytest.approx(rec.final.l2, rel=1e-12)
     # J from finite differences of psi (no derivative channels involved).
     R = _fd_residual(params, problem, Z_train)
-    assert np.mean(R**2) == pytest.approx(rec["final"]["J"], rel=1e-4)
+    assert np.mean(R**2) == pytest.approx(rec.final.J, rel=1e-4)
     # And exactly, through the package's own loss.
     J = network.pinn_loss(params, Z_train, problem.coefficients(Z_train), problem.rhs(Z_train))
-    assert J == rec["final"]["J"]
+    assert J == rec.final.J
 
 
 def test_divergence_is_recorded(tmp_path):
     text = TINY_YAML.replace("pinn: {lr: 1.0e-3}", "pinn: {lr: 1.0e+3}")
     spec = load_specs(write_tiny(tmp_path, text))["parabolic-5d"]
-    done = runner.run_experiment(spec, keys_of(spec)[:1], 20, tmp_path / "res")
+    done = runner.run_experiment(spec, keys_of(spec)[:1], 20, tmp_path / "res").done
     rec = done[0]
-    assert rec["status"] == "diverged" and rec["diverged_at"] is not None and rec["diverged_at"] <= 20
-    assert rec["final"]["J"] is None  # non-finite numbers are stored as JSON null
-    json.loads((tmp_path / "res/parabolic-5d/pinn/L3-M5/seed-0.json").read_text())
-    assert any("diverged" in line for line in runner.summary_lines(done))
+    assert rec.status == "diverged" and rec.diverged_at is not None and 1 <= rec.diverged_at <= 20
+    assert len(rec.history["J"]) == rec.diverged_at + 1 and rec.history["J"][-1] is None
+    assert rec.final.J is None and rec.message  # non-finite numbers are None in memory, null on disk
+    raw = json.loads((tmp_path / "res/parabolic-5d/pinn/L3-M5/seed-0.json").read_text())
+    assert raw["final"]["J"] is None
+    assert any("diverged 1" in line for line in summary_lines(done))
+
+
+STUBS = {"stub-raise": "raising_solver", "stub-bound": "bounded_solver", "stub-nan": "nonfinite_solver",
+         "stub-crash": "crashing_solver", "stub-diverge": "diverging_solver"}
 
 
 @pytest.fixture
 def stub_solvers(monkeypatch):
-    monkeypatch.setitem(SOLVERS, "stub-raise", "foundation_helpers:raising_solver")
-    monkeypatch.setitem(SOLVERS, "stub-bound", "foundation_helpers:bounded_solver")
-    monkeypatch.setitem(SOLVERS, "stub-nan", "foundation_helpers:nonfinite_solver")
+    for name, func in STUBS.items():
+        monkeypatch.setitem(SOLVERS, name, f"foundation_helpers:{func}")
 
 
 def test_solver_failures_and_bound(tmp_path, stub_solvers):
     text = TINY_YAML.replace("      pinn: {lr: 1.0e-3}\n",
-                             "      pinn: {lr: 1.0e-3}\n      stub-raise: {}\n      stub-bound: {}\n"
-                             "      stub-nan: {}\n")
+                             "      pinn: {lr: 1.0e-3}\n" + "".join(f"      {n}: {{}}\n" for n in STUBS))
     spec = load_specs(write_tiny(tmp_path, text))["parabolic-5d"]
     out = tmp_path / "res"
-    raised, = runner.run_experiment(spec, [runner.RunKey("stub-raise", 3, 5, 0)], 5, out)
-    assert raised["status"] == "diverged" and "FloatingPointError" in raised["extra"]["error"]
-    nan, = runner.run_experiment(spec, [runner.RunKey("stub-nan", 3, 5, 0)], 5, out)
-    assert nan["status"] == "diverged"
-    bound, = runner.run_experiment(spec, [runner.RunKey("stub-bound", 3, 5, 0)], 5, out)
-    assert bound["bound"] == {"factor": 84.0, "violations": 2}
-    assert bound["extra"] == {"cond": 3.0} and bound["final"]["J_S"] == 0.5
-    assert bound["history"]["J_S"] == [0.5] * 6
-    lines = runner.summary_lines([bound])
+    raised, = runner.run_experiment(spec, [runner.RunKey("stub-raise", 3, 5, 0)], 5, out).done
+    assert raised.status == "diverged" and raised.diverged_at == 0 and "FloatingPointError" in raised.message
+    nan, = runner.run_experiment(spec, [runner.RunKey("stub-nan", 3, 5, 0)], 5, out).done
+    assert nan.status == "diverged" and nan.diverged_at == 5
+    div, = runner.run_experiment(spec, [runner.RunKey("stub-diverge", 3, 5, 0)], 5, out).done
+    assert (div.status, div.diverged_at, div.history["J"]) == ("diverged", 2, [3.0, 2.0, None])
+    bound, = runner.run_experiment(spec, [runner.RunKey("stub-bound", 3, 5, 0)], 5, out).done
+    assert bound.bound == {"factor": 84.0, "violations": 2}
+    assert bound.diagnostics == {"cond": 3.0} and bound.final.J_S == 0.5
+    assert bound.history["J_S"] == [0.5] * 6
+    lines = summary_lines([bound])
     assert any("violated in 1 of 1 runs" in line for line in lines)
+    # A solver that raises (a bug, not a divergence): reported, no file, the other runs go on.
+    sweep = runner.run_experiment(spec, [runner.RunKey("stub-crash", 3, 5, 0), runner.RunKey("pinn", 3, 5, 1)],
+                                  5, out)
+    assert [k.solver for k, _ in sweep.failed] == ["stub-crash"] and "RuntimeError: a bug" in sweep.failed[0][1]
+    assert [r.solver for r in sweep.done] == ["pinn"]
+    assert not (out / "parabolic-5d/stub-crash").exists()
 
 
 class InterruptSecond(runner.Reporter):
@@ -200,20 +228,31 @@ def test_interrupt_keeps_finished_runs_only(tmp_path, specs):
                                 "elliptic-2d/pinn/L3-M6/seed-0.npz"]
 
 
-def test_atomic_writes(tmp_path, monkeypatch):
+def test_atomic_writes(tmp_path, specs, monkeypatch):
     path = tmp_path / "x" / "a.json"
-    records.write_json(path, {"a": 1})
+    atomic.write_text(path, '{"a": 1}')
+    real_fsync = atomic.os.fsync
 
-    def broken_dumps(*args, **kwargs):
+    def interrupted_fsync(fd):
         raise KeyboardInterrupt
 
     # A failure while writing leaves the old file intact and no temp file behind.
-    monkeypatch.setattr(records.np, "savez", lambda fh, **arrays: (fh.write(b"partial"), broken_dumps()))
+    monkeypatch.setattr(atomic.os, "fsync", interrupted_fsync)
     with pytest.raises(KeyboardInterrupt):
-        records.write_npz(tmp_path / "x" / "w.npz", {"W1": np.zeros(2)})
-    assert files_under(tmp_path / "x") == ["a.json"]
-    rec = {"experiment": "e", "solver": "s", "L": 2, "M": 1, "seed": 0}
+        atomic.write_text(path, "partial")
+    assert files_under(tmp_path / "x") == ["a.json"] and json.loads(path.read_text()) == {"a": 1}
+    # Interrupted between the NPZ and the JSON of a record: neither is left behind.
+    spec = specs["parabolic-5d"]
+    rec, params = runner.execute(spec, runner.RunKey("pinn", 3, 5, 0), 2)
+    calls = []
+
+    def second_fsync_interrupted(fd):
+        calls.append(fd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "fsync", second_fsync_interrupted)
     with pytest.raises(KeyboardInterrupt):
-        records.write_record(tmp_path / "r", rec, [(np.zeros((1, 1)), np.zeros(1))] * 2)
+        records.write_record(tmp_path / "r", rec, params)
     assert files_under(tmp_path / "r") == []
-    assert json.loads(path.read_text()) == {"a": 1}

@@ -19,7 +19,7 @@ def test_project_specs_load():
     for s in specs.values():
         assert s.iterations == 2000 and s.seeds == tuple(range(10))
         assert {"pinn", "lysep"} <= set(s.solvers)
-        assert {"lr", "lr_final"} <= set(s.solvers["pinn"])
+        assert {"lr", "lr_final"} <= set(s.solvers["pinn"].to_dict())
 
 
 BAD = [
@@ -40,6 +40,26 @@ BAD = [
     ("    seeds: [0, 1]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final",
      "    seeds: [0, 0]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final", "seeds"),
     ("    solution: exp-sin\n", "    solution: exp-sin\n    d: 3\n", "d"),  # duplicate key -> last wins, 3-D exp-sin
+    ("    d: 2\n", "    d: 40\n", "'d'"),  # rejection sampling would never finish
+]
+
+
+@pytest.mark.parametrize("name", ["../outside", "a/b", ".hidden", "", "x y"])
+def test_experiment_names_are_safe_directory_names(tmp_path, name):
+    path = write_tiny(tmp_path, TINY_YAML.replace("  parabolic-5d:", f"  {name!r}:", 1))
+    with pytest.raises(SpecError, match="experiment name"):
+        load_specs(path)
+
+# Solver settings: (replace the pinn block of elliptic-2d with this, field named in the message)
+BAD_SETTINGS = [
+    ("{lr: 1.0e-3, lr_fnal: 1.0e-4}", "lr_fnal", "did you mean 'lr_final'"),
+    ("{lr: abc}", "lr", "expected a number"),
+    ("{lr_final: 1.0e-4}", "lr", "missing required setting"),
+    ("{lr: -1.0}", "lr", "must be > 0"),
+    ("{lr: .nan}", "lr", "finite"),
+    ("{lr: true}", "lr", "got bool"),
+    ("{lr: [1]}", "lr", "got list"),
+    ("[1, 2]", "solvers.pinn", "mapping"),
 ]
 
 
@@ -52,6 +72,40 @@ def test_spec_errors_name_file_experiment_field(tmp_path, old, new, field):
     msg = str(info.value)
     assert "\n" not in msg
     assert str(path) in msg and "elliptic-2d" in msg and field in msg
+
+
+@pytest.mark.parametrize("block,field,why", BAD_SETTINGS)
+def test_settings_errors_name_file_experiment_solver_field(tmp_path, block, field, why):
+    path = write_tiny(tmp_path, TINY_YAML.replace("{lr: 1.0e-3, lr_final: 1.0e-4}", block, 1))
+    with pytest.raises(SpecError) as info:
+        load_specs(path)
+    msg = str(info.value)
+    assert "\n" not in msg and str(path) in msg and "experiment 'elliptic-2d'" in msg
+    assert "solver 'pinn'" in msg and f"field '{field}'" in msg and why in msg
+
+
+@pytest.mark.parametrize("solver,block,field", [
+    ("lysep", "{step_rule: bogus}", "step_rule"), ("lysep", "{tau: -1.0}", "tau"),
+    ("lysep", "{max_tries: 2.5}", "max_tries"), ("lysep", "{shrink: 1.0}", "shrink"),
+    ("rfls", "{rcond: never}", "rcond"), ("pinn-adam", "{beta1: 1.0}", "beta1"),
+    ("pinn-lbfgs", "{maxcor: 0}", "maxcor"), ("pinn-lm", "{max_iterations: x}", "max_iterations"),
+])
+def test_every_solver_validates_its_settings_at_load(tmp_path, solver, block, field):
+    text = TINY_YAML.replace("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n",
+                             f"      pinn: {{lr: 1.0e-3, lr_final: 1.0e-4}}\n      {solver}: {block}\n", 1)
+    with pytest.raises(SpecError, match=f"solver '{solver}', field '{field}'"):
+        load_specs(write_tiny(tmp_path, text))
+
+
+def test_settings_are_typed_with_defaults(tmp_path):
+    text = TINY_YAML.replace("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n",
+                             "      pinn: {lr: 1e-3}\n      lysep: {tau: 1}\n      rfls:\n", 1)
+    spec = load_specs(write_tiny(tmp_path, text.replace("[[3, 6], [2, 5]]", "[[3, 6]]")))["elliptic-2d"]
+    assert spec.solvers["pinn"].lr == 1e-3 and spec.solvers["pinn"].lr_final is None  # "1e-3": a YAML string
+    assert spec.solvers["lysep"].tau == 1.0 and isinstance(spec.solvers["lysep"].tau, float)
+    assert spec.solvers["lysep"].step_rule == "backtracking" and spec.solvers["rfls"].rcond == "auto"
+    # LySep trains any depth L >= 2 (docs/lysep-depth.md): an L = 2 size loads.
+    assert load_specs(write_tiny(tmp_path, text))["elliptic-2d"].sizes == ((3, 6), (2, 5))
 
 
 def test_missing_key_and_broken_yaml(tmp_path):
@@ -88,9 +142,15 @@ def test_selectors(tmp_path):
     assert parse_seeds("0-9", spec) == list(range(10))
     assert parse_seeds("0,3,5", spec) == [0, 3, 5]
     assert parse_seeds("0-2,7,1", spec) == [0, 1, 2, 7]
-    for bad in ("5-2", "-1", "a", "1-", "0,,1"):
+    for bad in ("5-2", "-1", "a", "1-", "0,,1", "", " ", "0-100000000"):
         with pytest.raises(SpecError, match="--seeds"):
             parse_seeds(bad, spec)
+    assert parse_seeds("0-99999", spec) == list(range(100000))  # linear, not quadratic
+    for bad in ("", "  "):
+        with pytest.raises(SpecError, match="--sizes: empty"):
+            parse_sizes(bad, spec)
+        with pytest.raises(SpecError, match="--solver: empty"):
+            parse_solvers(bad, spec)
     assert parse_solvers("pinn", spec) == ["pinn"]
     assert parse_solvers(None, spec) == ["pinn"]
     assert parse_solvers("all", spec) == ["pinn"]

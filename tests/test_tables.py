@@ -9,21 +9,22 @@ import subprocess
 import numpy as np
 import pytest
 
-from lysep_cli import runner, tables
+from lysep_cli import reporting, runner, tables
 from lysep_cli.records import load_records
+from lysep_cli.reporting import Selection
 from lysep_cli.specs import default_config, load_specs
 
-from foundation_helpers import write_tiny
-
-
-def rec(solver, L, M, seed, J, l2, J_S=None, status="ok", experiment="elliptic-2d", iterations=2000):
-    return {"experiment": experiment, "solver": solver, "L": L, "M": M, "seed": seed, "status": status,
-            "iterations": iterations, "seconds": 1.0, "final": {"J": J, "J_S": J_S, "l2": l2}}
+from foundation_helpers import synthetic_record, write_tiny
 
 
 @pytest.fixture
 def paper_specs():
     return load_specs(default_config())
+
+
+def rec(solver, L, M, seed, J, l2, J_S=None, status="ok"):
+    spec = load_specs(default_config())["elliptic-2d"]
+    return synthetic_record(spec, solver, L, M, seed, J=J, l2=l2, J_S=J_S, status=status)[0]
 
 
 def synthetic():
@@ -34,9 +35,13 @@ def synthetic():
     return rs
 
 
+def selection(records, its=2000):
+    return Selection(records=records, iterations={"elliptic-2d": its})
+
+
 def test_aggregate():
-    df = tables.aggregate(synthetic())
-    assert set(tables.COLUMNS) <= set(df.columns)
+    df = reporting.aggregate(synthetic())
+    assert set(reporting.COLUMNS) <= set(df.columns)
     pinn = df[df.solver == "pinn"].iloc[0]
     assert (pinn.n_seeds, pinn.n_diverged) == (2, 0)
     assert pinn.J_mean == pytest.approx(2e-2) and pinn.J_std == pytest.approx(1e-2)  # population std
@@ -44,11 +49,11 @@ def test_aggregate():
     lysep = df[df.solver == "lysep"].iloc[0]
     assert (lysep.n_seeds, lysep.n_diverged, lysep.n_runs) == (10, 1, 11)
     assert lysep.J_S_mean == pytest.approx(2e-5) and lysep.J_S_std == pytest.approx(0.0, abs=1e-20)
-    assert tables.aggregate([]).empty
+    assert reporting.aggregate([]).empty
 
 
 def test_markdown_layout(paper_specs):
-    text = tables.render_tables(synthetic(), [paper_specs["elliptic-2d"]], "markdown")
+    text = tables.render_tables(selection(synthetic()), [paper_specs["elliptic-2d"]], "markdown")
     lines = text.splitlines()
     row = lambda prefix: next(l for l in lines if re.match(prefix, l))  # noqa: E731
     assert "| (3,30)  | PINN" in text
@@ -62,7 +67,7 @@ def test_markdown_layout(paper_specs):
     assert "1.88e-02" not in pinn
     assert "rfls †" in text and "not in the paper" in text
     assert "No runs yet for (L,M) = (3,50), (3,80), (3,100)" in text
-    assert "Iterations" not in text  # all at the spec's 2000
+    assert "Iterations" not in text and "Not shown" not in text  # all at the spec's 2000
 
 
 def _check_latex_rows(tex):
@@ -76,7 +81,7 @@ def _check_latex_rows(tex):
 
 
 def test_latex_layout(paper_specs):
-    tex = tables.render_tables(synthetic(), [paper_specs["elliptic-2d"]], "latex", standalone=True)
+    tex = tables.render_tables(selection(synthetic()), [paper_specs["elliptic-2d"]], "latex", standalone=True)
     assert "\\toprule" in tex and "\\bottomrule" in tex and "\\multirow{5}{*}{$(3,30)$}" in tex
     assert "& PINN & \\multicolumn{2}{c}{2.00e-02$\\pm$1.00e-02}" in tex
     assert "\\textit{1.88e-02$\\pm$6.78e-03}" in tex
@@ -86,7 +91,7 @@ def test_latex_layout(paper_specs):
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed")
 def test_latex_compiles(tmp_path, paper_specs):
-    tex = tables.render_tables(synthetic(), list(paper_specs.values())[:1], "latex", standalone=True)
+    tex = tables.render_tables(selection(synthetic()), list(paper_specs.values())[:1], "latex", standalone=True)
     (tmp_path / "t.tex").write_text(tex)
     proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
@@ -97,10 +102,15 @@ def test_table_from_a_tiny_run(tmp_path):
     specs = load_specs(write_tiny(tmp_path))
     spec = specs["parabolic-5d"]
     runner.run_experiment(spec, [runner.RunKey("pinn", 3, 5, 0)], 5, tmp_path / "res")
-    recs = load_records(tmp_path / "res")
-    md = tables.render_tables(recs, [spec], "markdown")
-    J = recs[0]["final"]["J"]
-    assert f"{J:.2e}±0.00e+00" in md and "1/2 ‡" in md
-    tex = tables.render_tables(recs, [spec], "latex")
-    assert f"{J:.2e}$\\pm$0.00e+00" in tex and "$J^{p}$" in tex
+    runner.run_experiment(spec, [runner.RunKey("pinn", 3, 5, 1)], 3, tmp_path / "res")  # other iterations
+    sel = reporting.select(load_records(tmp_path / "res"), [spec])
+    md = tables.render_tables(sel, [spec], "markdown")
+    J = sel.records[0].final.J
+    assert len(sel.records) == 1 and f"{J:.2e}±0.00e+00" in md and "1/2 ‡" in md
+    assert "Not shown: 1 run record(s) that do not match the spec (1 with other iterations)." in md
+    tex = tables.render_tables(sel, [spec], "latex")
+    assert f"{J:.2e}$\\pm$0.00e+00" in tex and "$J^{p}$" in tex and "Not shown: 1 run record(s)" in tex
     _check_latex_rows(tex)
+    # Shown with --iterations 3: the other record, and the note says which count the spec asks for.
+    md3 = tables.render_tables(reporting.select(load_records(tmp_path / "res"), [spec], 3), [spec], "markdown")
+    assert "Iterations: 3 (the spec asks for 5)." in md3 and "1 with other iterations" in md3

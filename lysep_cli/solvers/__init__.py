@@ -1,28 +1,40 @@
-"""Solver registry: name -> "module:function", imported on first use."""
+"""Solver registry: name -> module (with ``Settings`` and ``solve``), imported on first use.
+
+An entry is "package.module" (the function ``solve``) or "package.module:function"; the settings class
+is the module's ``Settings``.
+"""
 
 from __future__ import annotations
 
 from importlib import import_module
 
-from .base import Solver, SolveResult, TrainingData
+from .base import Solver, SolveResult, SolverDef, TrainingData
+from .settings import SettingsError, SolverSettings
 
 SOLVERS: dict[str, str] = {
-    "pinn": "lysep_cli.solvers.pinn:solve",
-    "lysep": "lysep_cli.solvers.lysep:solve",
-    "rfls": "lysep_cli.solvers.rfls:solve",
-    "pinn-adam": "lysep_cli.solvers.adam:solve",
-    "pinn-lbfgs": "lysep_cli.solvers.lbfgs:solve",
-    "pinn-lm": "lysep_cli.solvers.lm:solve",
+    "pinn": "lysep_cli.solvers.pinn",
+    "lysep": "lysep_cli.solvers.lysep",
+    "rfls": "lysep_cli.solvers.rfls",
+    "pinn-adam": "lysep_cli.solvers.adam",
+    "pinn-lbfgs": "lysep_cli.solvers.lbfgs",
+    "pinn-lm": "lysep_cli.solvers.lm",
 }
 PAPER_SOLVERS = ("pinn", "lysep")
 
 
-def get_solver(name: str) -> Solver:
-    """The solve function registered under ``name`` (ValueError for an unknown name)."""
+def solver_def(name: str) -> SolverDef:
+    """The solver registered under ``name`` (ValueError for an unknown name)."""
     if name not in SOLVERS:
         raise ValueError(f"unknown solver {name!r}; choose from {', '.join(SOLVERS)}")
-    module, func = SOLVERS[name].split(":")
-    return getattr(import_module(module), func)
+    module_name, _, func = SOLVERS[name].partition(":")
+    module = import_module(module_name)
+    return SolverDef(name, module.Settings, getattr(module, func or "solve"))
 
 
-__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "Solver", "SolveResult", "TrainingData"]
+def get_solver(name: str) -> Solver:
+    """The solve function registered under ``name`` (ValueError for an unknown name)."""
+    return solver_def(name).solve
+
+
+__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "solver_def", "Solver", "SolverDef", "SolveResult",
+           "SettingsError", "SolverSettings", "TrainingData"]

@@ -1,12 +1,16 @@
-"""The contract every solver meets: same inputs, same result, same divergence handling.
+"""The contract every solver meets: same inputs, one result type, one meaning of divergence.
 
-A solver is a function::
+A solver is a module with a ``Settings`` dataclass (:class:`~lysep_cli.solvers.settings.SolverSettings`)
+and a function::
 
     solve(problem, data, params0, settings, iterations, progress=None) -> SolveResult
 
-``data`` holds the training set in the paper's layout; ``params0`` the seeded initial network
-(shared by every solver for a seed); ``settings`` the solver's block of experiments.yaml;
-``progress(k, loss)`` is called after each iteration (it may raise KeyboardInterrupt).
+``data`` holds the training set in the paper's layout (:class:`~lysep_cli.dataset.TrainingData`);
+``params0`` the seeded initial network (shared by every solver for a seed, never modified);
+``settings`` its ``Settings`` (a mapping is accepted and validated with ``Settings.coerce``);
+``progress(k, loss)`` is called after iteration k = 0, 1, ... (it may raise KeyboardInterrupt).
+
+``tests/test_contract.py`` holds every registered solver to this contract.
 """
 
 from __future__ import annotations
@@ -14,25 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-import numpy as np
-
+from ..dataset import TrainingData
 from ..network import Params
-from ..problems import OperatorCoefficients, Problem
+from ..problems import Problem
+from .settings import SolverSettings
 
 Progress = Callable[[int, float], None]
-
-
-@dataclass(frozen=True)
-class TrainingData:
-    """Z (n_in, N) training points, coefficients of the residual at Z, and data Y (N,)."""
-
-    Z: np.ndarray
-    coef: OperatorCoefficients
-    Y: np.ndarray
-
-    @classmethod
-    def build(cls, problem: Problem, Z: np.ndarray) -> "TrainingData":
-        return cls(Z, problem.coefficients(Z), problem.rhs(Z))
+STATUSES = ("ok", "diverged")
 
 
 @dataclass
@@ -40,28 +32,66 @@ class SolveResult:
     """What a solver returns.
 
     params : trained [(W_l, b_l)] in the paper's shapes.
-    history : per-iteration series; "J" always (PINN loss of the current W, b), "J_S" for LySep.
-    status : "ok" or "diverged" (a NaN/inf appeared; ``diverged_at`` is that iteration).
+    history : per-iteration series; "J" always (PINN loss of the current W, b), "J_S" for LySep; every
+        series has the length of "J": ``settings.history_length(iterations)`` entries when the run did
+        not diverge, ``diverged_at + 1`` when it did.
+    status : "ok" or "diverged".
+    message : why the run stopped or diverged, in a few words ("" when there is nothing to say).
+    iterations_done : iterations actually performed (default: len(history["J"]) - 1); less than asked
+        when the solver stopped early (L-BFGS-B, LM stalled) and padded its history.
+    diverged_at : for a diverged run, the iterate k (0 = the initial network) at which the solver first
+        met a non-finite loss or derivative: history["J"] has k + 1 entries and its last one is that
+        iterate's loss.  None when status is "ok".
     J_S : final LySep loss, None for the PINN-type solvers.
-    extra : JSON-able solver-specific fields (bound check, diagnostics, condition numbers ...).
+    bound : LySep's check of J <= factor * J_S over the iterations ({"factor", "violations", ...}), else None.
+    diagnostics : JSON-able solver-specific figures (condition numbers, accepted steps, restarts, ...).
     """
 
     params: Params
     history: dict[str, list[float]]
     status: str = "ok"
+    message: str = ""
+    iterations_done: int | None = None
     diverged_at: int | None = None
     J_S: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    bound: dict[str, Any] | None = None
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if (self.status == "diverged") != (self.diverged_at is not None):
+            raise ValueError("diverged_at is set exactly when status is 'diverged'")
+        if "J" not in self.history or not self.history["J"]:
+            raise ValueError("history['J'] must hold at least the initial loss")
+        if self.iterations_done is None:
+            self.iterations_done = len(self.history["J"]) - 1
+
+
+def diverged(params: Params, history: dict[str, list[float]], at: int, message: str = "",
+             **fields: Any) -> SolveResult:
+    """A diverged result at iterate ``at``: every history series cut to ``at + 1`` entries."""
+    cut = {k: list(v[:at + 1]) for k, v in history.items()}
+    return SolveResult(params, cut, "diverged", message or f"non-finite value at iteration {at}",
+                       iterations_done=at, diverged_at=at, **fields)
 
 
 class Solver(Protocol):
-    def __call__(self, problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+    def __call__(self, problem: Problem, data: TrainingData, params0: Params, settings: Any,
                  iterations: int, progress: Progress | None = None) -> SolveResult: ...
+
+
+@dataclass(frozen=True)
+class SolverDef:
+    """A registered solver: its name, settings class and solve function."""
+
+    name: str
+    Settings: type[SolverSettings]
+    solve: Solver
 
 
 def copy_params(params: Params) -> Params:
     return [(W.copy(), b.copy()) for W, b in params]
 
 
-def is_finite(x: float) -> bool:
-    return bool(np.isfinite(x))
+__all__ = ["Progress", "SolveResult", "Solver", "SolverDef", "TrainingData", "copy_params", "diverged"]

@@ -26,6 +26,7 @@ iteration count is capped by the setting ``max_iterations`` (docs/baselines.md).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,26 +36,34 @@ from ..jacobian import residual_jacobian
 from ..channels import ChannelPlan
 from ..network import Params, flatten, pinn_pass, unflatten
 from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params
+from .base import Progress, SolveResult, TrainingData, copy_params, diverged
+from .settings import SolverSettings, setting
 
-DEFAULTS = {"max_iterations": 200, "tau": 1.0e-3, "max_tries": 30}
+
+@dataclass(frozen=True)
+class Settings(SolverSettings):
+    """Levenberg-Marquardt with a cap on the iterations."""
+
+    max_iterations: int = setting(200, low=1, doc="cap on the iterations (each forms the Jacobian)")
+    tau: float = setting(1.0e-3, low=0.0, low_open=True, doc="mu_0 = tau max_i (Jac^T Jac)_ii")
+    max_tries: int = setting(30, low=1, doc="damping increases per iteration before the run stalls")
+
+    def history_length(self, iterations: int) -> int:
+        return min(iterations, self.max_iterations) + 1
 
 
-def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
           iterations: int, progress: Progress | None = None) -> SolveResult:
-    """Levenberg-Marquardt on R; settings ``max_iterations`` (cap on iterations), ``tau`` (mu_0 scale),
-    ``max_tries`` (damping increases per iteration before the run is declared stalled).
+    """Levenberg-Marquardt on R with :class:`Settings`: ``max_iterations`` (cap on iterations), ``tau``
+    (mu_0 scale), ``max_tries`` (damping increases per iteration before the run is declared stalled).
 
     One iteration = one Jacobian + one accepted step.  history["J"]: J at params0, then after each
     iteration; min(iterations, max_iterations) + 1 entries, padded with the last value if the run
-    stalls earlier (extra["stalled_at"]).
+    stalls earlier (diagnostics["stalled_at"], iterations_done).
     """
-    unknown = sorted(set(settings) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"pinn-lm: unknown settings {unknown} (known: {', '.join(DEFAULTS)})")
-    s = {k: settings.get(k, v) for k, v in DEFAULTS.items()}
-    n_iter = min(iterations, int(s["max_iterations"]))
-    tau, max_tries = float(s["tau"]), int(s["max_tries"])
+    s = Settings.coerce(settings)
+    n_iter = min(iterations, s.max_iterations)
+    tau, max_tries = s.tau, s.max_tries
     params = copy_params(params0)
     like = params
     theta = flatten(params)
@@ -66,19 +75,20 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
     R = fp.R
     F = 0.5 * float(R @ R)
     history = [2.0 * F / N]
-    extra: dict[str, Any] = {
-        "settings": s, "iterations_run": n_iter, "gram": "Jac Jac^T (N x N)" if dual else "Jac^T Jac (P x P)",
+    diagnostics: dict[str, Any] = {
+        "iterations_run": n_iter, "gram": "Jac Jac^T (N x N)" if dual else "Jac^T Jac (P x P)",
         "jacobian_MB": N * P * 8 / 1e6,
         "history_note": "J: initial, then after each LM iteration (one Jacobian, one accepted step); "
                         "min(iterations, max_iterations) + 1 entries"}
     if not np.isfinite(F):
-        return SolveResult(params, {"J": history}, "diverged", diverged_at=0, extra=extra)
+        return diverged(params, {"J": history}, 0, diagnostics=diagnostics)
     Jac = np.empty((N, P))
     mu, nu, n_rejected = None, 2.0, 0
     for k in range(n_iter):
         residual_jacobian(params, Z, coef, fp, out=Jac, plan=plan)
         if not np.all(np.isfinite(Jac)):
-            return SolveResult(params, {"J": history}, "diverged", diverged_at=k, extra=extra)
+            return diverged(params, {"J": history}, k, f"non-finite Jacobian at iteration {k}",
+                            diagnostics=diagnostics)
         g = Jac.T @ R
         gram = Jac @ Jac.T if dual else Jac.T @ Jac
         if mu is None:
@@ -103,11 +113,13 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[
             mu *= nu
             nu *= 2.0
         else:
-            extra["stalled_at"] = k
+            diagnostics["stalled_at"] = k
             break
         history.append(2.0 * F / N)
         if progress is not None:
             progress(k, history[-1])
-    extra.update(mu_final=mu, rejected_steps=n_rejected)
+    diagnostics.update(mu_final=mu, rejected_steps=n_rejected)
+    done = len(history) - 1
+    message = f"stalled at iteration {done}: no acceptable step in {max_tries} tries" if done < n_iter else ""
     history += [history[-1]] * (n_iter + 1 - len(history))
-    return SolveResult(params, {"J": history}, extra=extra)
+    return SolveResult(params, {"J": history}, message=message, iterations_done=done, diagnostics=diagnostics)

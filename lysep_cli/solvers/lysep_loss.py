@@ -26,9 +26,9 @@ constraint, and every omega carries ||W_L||_F^2, so
 
     N * J_S = ||r||^2 + ||W_L||_F^2 * P,   P = sum_n sum_c rho_c[n] E_c[n]
 
-with E_c[n] = ||e_c[:, n]||^2.  P is the lambda of the W_L ridge step (NOTES.md: the paper's lambda
-misses a |K-hat|^2 factor).  rho comes from lysep_weights.weights_from (a backward pass over the layers;
-at L = 3 the paper's omega D^2, see docs/lysep.md).
+with E_c[n] = ||e_c[:, n]||^2.  P is the lambda of the W_L ridge step (docs/paper-notes.md: the paper's
+lambda misses a |K-hat|^2 factor).  rho comes from lysep_weights.weights_from (a backward pass over the
+layers; at L = 3 the paper's omega D^2, see docs/lysep.md).
 
 Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N).  Variable names: W1..WL, b1..bL,
 a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).

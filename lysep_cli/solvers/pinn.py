@@ -2,39 +2,48 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..network import Params, pinn_loss_and_grad
 from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params
+from .base import Progress, SolveResult, TrainingData, copy_params, diverged
+from .settings import SolverSettings, setting
+from .steps import ExponentialDecay
 
 
-def learning_rate(k: int, iterations: int, lr: float, lr_final: float) -> float:
-    """Exponential decay from ``lr`` at k = 0 to ``lr_final`` at the last iteration."""
-    if iterations <= 1:
-        return lr
-    return lr * (lr_final / lr) ** (k / (iterations - 1))
+@dataclass(frozen=True)
+class Settings(SolverSettings):
+    """PINN-GD: step k is lr_k = lr (lr_final / lr)^(k / (iterations - 1))."""
+
+    lr: float = setting(low=0.0, low_open=True, doc="first step")
+    lr_final: float | None = setting(None, low=0.0, low_open=True, doc="last step (null: lr, a constant step)")
+
+    def schedule(self, iterations: int) -> ExponentialDecay:
+        return ExponentialDecay(self.lr, self.lr if self.lr_final is None else self.lr_final, iterations)
 
 
-def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
           iterations: int, progress: Progress | None = None) -> SolveResult:
-    """Gradient descent on J; settings: ``lr`` (first step), ``lr_final`` (last step).
+    """Gradient descent on J with the step schedule of ``settings`` (:class:`Settings`).
 
     history["J"] has iterations + 1 entries: J at the initial parameters, then after each step.
     """
-    lr0, lr1 = float(settings["lr"]), float(settings.get("lr_final", settings["lr"]))
+    schedule = Settings.coerce(settings).schedule(iterations)
     params = copy_params(params0)
     J, grads = pinn_loss_and_grad(params, data.Z, data.coef, data.Y)
     history: list[float] = [J]
+    if not np.isfinite(J):
+        return diverged(params, {"J": history}, 0)
     for k in range(iterations):
-        eta = learning_rate(k, iterations, lr0, lr1)
+        eta = schedule(k)
         params = [(W - eta * gW, b - eta * gb) for (W, b), (gW, gb) in zip(params, grads)]
         J, grads = pinn_loss_and_grad(params, data.Z, data.coef, data.Y)
         history.append(J)
         if not np.isfinite(J):
-            return SolveResult(params, {"J": history}, "diverged", diverged_at=k + 1)
+            return diverged(params, {"J": history}, k + 1)
         if progress is not None:
             progress(k, J)
     return SolveResult(params, {"J": history})

@@ -16,7 +16,8 @@ docs/baselines.md shows how J and l2 depend on the cutoff.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import scipy.linalg
@@ -24,9 +25,18 @@ import scipy.linalg
 from ..jacobian import output_layer_system
 from ..network import Params
 from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params
+from .base import Progress, SolveResult, TrainingData, copy_params, diverged
+from .settings import SolverSettings, setting
 
-DEFAULTS = {"rcond": "auto"}
+
+@dataclass(frozen=True)
+class Settings(SolverSettings):
+    """Random-feature least squares: one SVD solve for the output layer."""
+
+    rcond: float | Literal["auto"] = setting("auto", low=0.0, doc='relative singular-value cutoff, or "auto"')
+
+    def history_length(self, iterations: int) -> int:
+        return 2  # [initial J, J after the one solve], whatever ``iterations``
 
 
 def cutoff(setting: Any, shape: tuple[int, int]) -> float:
@@ -36,39 +46,38 @@ def cutoff(setting: Any, shape: tuple[int, int]) -> float:
     return float(setting)
 
 
-def solve(problem: Problem, data: TrainingData, params0: Params, settings: dict[str, Any],
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
           iterations: int, progress: Progress | None = None) -> SolveResult:
-    """One SVD least-squares solve for (W_L, b_L); settings: ``rcond`` (relative singular-value
-    cutoff, a number or "auto").
+    """One SVD least-squares solve for (W_L, b_L) with the cutoff of :class:`Settings`.
 
     ``iterations`` is ignored (the method is one closed-form step).  history["J"] = [J at params0,
-    J after the solve]; extra records cond(A) = s_max / s_min, the effective rank and the cutoff.
+    J after the solve]; diagnostics record cond(A) = s_max / s_min, the effective rank and the cutoff.
     """
-    unknown = sorted(set(settings) - set(DEFAULTS))
-    if unknown:
-        raise ValueError(f"rfls: unknown settings {unknown} (known: {', '.join(DEFAULTS)})")
+    s = Settings.coerce(settings)
     params = copy_params(params0)
     A, _ = output_layer_system(params, data.Z, data.coef)
-    rcond = cutoff(settings.get("rcond", "auto"), A.shape)
+    rcond = cutoff(s.rcond, A.shape)
     N = A.shape[0]
     WL, bL = params[-1]
     R0 = A @ np.concatenate([WL.ravel(), bL]) - data.Y
     J0 = float(R0 @ R0 / N)
     history = {"J": [J0]}
-    extra: dict[str, Any] = {"rcond": rcond, "n_columns": int(A.shape[1]),
-                             "history_note": "J: [initial, after the one least-squares solve]"}
+    diagnostics: dict[str, Any] = {"rcond": rcond, "n_columns": int(A.shape[1]),
+                                   "history_note": "J: [initial, after the one least-squares solve]"}
+    if not np.isfinite(J0):
+        return diverged(params, history, 0, diagnostics=diagnostics)
     if not np.all(np.isfinite(A)):
         history["J"].append(float("nan"))
-        return SolveResult(params, history, "diverged", diverged_at=1, extra=extra)
-    x, _, rank, s = scipy.linalg.lstsq(A, data.Y, cond=rcond, lapack_driver="gelsd")
+        return diverged(params, history, 1, "non-finite least-squares matrix", diagnostics=diagnostics)
+    x, _, rank, sv = scipy.linalg.lstsq(A, data.Y, cond=rcond, lapack_driver="gelsd")
     params[-1] = (x[:-1][None, :], x[-1:].copy())
     R = A @ x - data.Y
     J = float(R @ R / N)
     history["J"].append(J)
-    extra.update(cond=float(s[0] / s[-1]) if s[-1] > 0 else float("inf"), rank=int(rank),
-                 s_max=float(s[0]), s_min=float(s[-1]))
+    diagnostics.update(cond=float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf"), rank=int(rank),
+                       s_max=float(sv[0]), s_min=float(sv[-1]))
     if progress is not None:
         progress(0, J)
     if not np.isfinite(J):
-        return SolveResult(params, history, "diverged", diverged_at=1, extra=extra)
-    return SolveResult(params, history, extra=extra)
+        return diverged(params, history, 1, diagnostics=diagnostics)
+    return SolveResult(params, history, diagnostics=diagnostics)

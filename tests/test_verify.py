@@ -1,0 +1,112 @@
+"""`lysep verify`: reruns archived runs; bit-identical passes, an altered archive fails, bad input exits 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.cli import app
+
+from foundation_helpers import write_tiny
+
+cli = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A tiny archive: PINN, 2 seeds, 5 iterations (the tiny spec's own count)."""
+    root = tmp_path_factory.mktemp("archive")
+    config = write_tiny(root)
+    results = root / "results"
+    for solver in ("pinn",):
+        r = cli.invoke(app, ["run", "elliptic-2d", "--solver", solver, "--sizes", "3x6", "--seeds", "0-1",
+                             "--config", str(config), "--results", str(results)])
+        assert r.exit_code == 0, r.output
+    return config, results
+
+
+def _verify(config, results, *args):
+    return cli.invoke(app, ["verify", "--config", str(config), "--results", str(results), *args])
+
+
+def _record(results, seed: int):
+    return results / "elliptic-2d" / "pinn" / "L3-M6" / f"seed-{seed}.json"
+
+
+def _edit(path, change):
+    obj = json.loads(path.read_text())
+    change(obj)
+    path.write_text(json.dumps(obj))
+
+
+def test_reruns_are_bit_identical(archive):
+    r = _verify(*archive, "--all")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("bit-identical") == 2
+    assert "2 of 2 run(s) reproduce the archive" in r.output
+
+
+def test_an_altered_archived_number_fails_and_is_named(archive, tmp_path):
+    config, results = archive
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    _edit(_record(copy, 1), lambda o: o["history"]["J"].__setitem__(3, o["history"]["J"][3] * (1 + 1e-6)))
+    r = _verify(config, copy, "--all")
+    assert r.exit_code == 1, r.output
+    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 1" in r.output
+    assert "history J[3]" in r.output and "1.000e-06" in r.output
+    assert "1 of 2 run(s) reproduce the archive; 1 do not" in r.output
+
+
+def test_a_difference_within_the_tolerance_passes_with_its_size(archive, tmp_path):
+    config, results = archive
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    _edit(_record(copy, 0), lambda o: o["final"].__setitem__("l2", o["final"]["l2"] * (1 + 1e-12)))
+    r = _verify(config, copy, "--all")
+    assert r.exit_code == 0, r.output
+    assert "ok        elliptic-2d pinn L3-M6 seed 0: largest relative difference" in r.output
+    assert "(final l2)" in r.output
+
+
+def test_cheapest_picks_the_fastest_recorded_runs(archive, tmp_path):
+    config, results = archive
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    _edit(_record(copy, 0), lambda o: o.__setitem__("seconds", 1e6))
+    r = _verify(config, copy, "--sample", "1", "--cheapest")
+    assert r.exit_code == 0, r.output
+    assert "seed 1" in r.output and "seed 0" not in r.output
+
+
+def test_random_sample_is_fixed_by_the_seed(archive):
+    outs = {_verify(*archive, "--sample", "1", "--seed", "5").output for _ in range(2)}
+    assert len(outs) == 1
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--sample", "0"], "--sample"),
+    (["--sample", "1", "--all"], "exclude each other"),
+    (["--seed", "-1"], "--seed"),
+    (["nope"], "unknown experiment"),
+])
+def test_bad_input_is_one_line_and_exit_2(archive, args, needle):
+    r = _verify(*archive, *args)
+    assert r.exit_code == 2
+    assert needle in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_missing_archive_is_exit_2_and_empty_archive_exit_1(archive, tmp_path):
+    config, _ = archive
+    assert _verify(config, tmp_path / "nowhere").exit_code == 2
+    (tmp_path / "empty").mkdir()
+    r = _verify(config, tmp_path / "empty")
+    assert r.exit_code == 1 and "no run record" in r.output
