@@ -365,6 +365,7 @@ def verify(
     seed: int = typer.Option(0, "--seed", help="seed of the random sample"),
     cheapest: bool = typer.Option(False, "--cheapest", metavar="",
                                   help="the K runs with the smallest recorded time instead of a random sample"),
+    solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results/paper"), "--results", help="archive to check"),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
@@ -379,10 +380,18 @@ def verify(
         if seed < 0:
             raise SpecError(f"--seed must be >= 0, got {seed}")
         chosen = _report_specs(config, experiments, results, None, iterations)
+        wanted = None
+        if solver is not None:
+            wanted = {w.strip() for w in solver.split(",")}
+            known = {name for spec in chosen for name in spec.solvers}
+            unknown = sorted(wanted - known)
+            if unknown:
+                names = ", ".join(repr(u) for u in unknown)
+                raise SpecError(f"--solver: unknown solver {names} (choose from {', '.join(sorted(known))})")
     except SpecError as exc:
         _fail(str(exc))
     sel = _selection(results, chosen, iterations)
-    pool = verifier.candidates(sel.records)
+    pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
         _nothing_to_show(results, chosen, sel)
     picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)

@@ -97,6 +97,8 @@ def test_random_sample_is_fixed_by_the_seed(archive):
     (["--sample", "1", "--all"], "exclude each other"),
     (["--seed", "-1"], "--seed"),
     (["nope"], "unknown experiment"),
+    (["--solver", "magic"], "--solver"),
+    (["--solver", ""], "--solver"),
 ])
 def test_bad_input_is_one_line_and_exit_2(archive, args, needle):
     r = _verify(*archive, *args)
@@ -110,3 +112,8 @@ def test_missing_archive_is_exit_2_and_empty_archive_exit_1(archive, tmp_path):
     (tmp_path / "empty").mkdir()
     r = _verify(config, tmp_path / "empty")
     assert r.exit_code == 1 and "no run record" in r.output
+
+
+def test_solver_filter(archive):
+    r = _verify(*archive, "--all", "--solver", "pinn")
+    assert r.exit_code == 0 and "2 of 2" in r.output
