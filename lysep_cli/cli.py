@@ -488,6 +488,30 @@ def study_step_size(
         typer.echo(str(path))
 
 
+@study_app.command("depth", cls=_Command)
+@_guarded("nothing written")
+def study_depth(
+    experiment: str = typer.Argument(..., help="experiment name, e.g. elliptic-10d-depth"),
+    out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+) -> None:
+    """What depth does, from the archived runs: J, l2, J after the first output solve, hidden-layer movement
+    per layer, seconds per iteration, bound violations (nothing is rerun)."""
+    from .depth import depth_summary, render_depth_markdown
+
+    try:
+        chosen = _report_specs(config, [experiment], results, out, iterations)
+    except SpecError as exc:
+        _fail(str(exc))
+    sel = _selection(results, chosen, iterations)
+    if not sel.of(experiment):
+        _nothing_to_show(results, chosen, sel)
+    df = depth_summary(sel.of(experiment), chosen[0], results)
+    _emit(render_depth_markdown(df, chosen[0], sel.iterations[experiment]), out)
+
+
 def main() -> None:
     """The ``lysep`` program: SIGTERM handled like Ctrl-C, then the command line."""
     interrupts.install()
