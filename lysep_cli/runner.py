@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from . import network, records, workers
 from .dataset import experiment_data
@@ -54,7 +54,12 @@ class RunKey:
 # One run, no file I/O.
 
 def _versions() -> dict[str, str]:
+    """Versions, and the BLAS kernel the run used (``blas_core``: OpenBLAS's architecture, see blas_pin.py)."""
     out = {"numpy": np.__version__}
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if blas:  # NumPy's and SciPy's own OpenBLAS: both should say the pinned kernel
+        out["blas"] = ", ".join(sorted({f"{i.get('internal_api', '?')} {i.get('version', '?')}" for i in blas}))
+        out["blas_core"] = ",".join(sorted({str(i.get("architecture", "?")) for i in blas}))
     try:
         out["lysep"] = metadata.version("lysep")
     except metadata.PackageNotFoundError:

@@ -2,7 +2,8 @@
 
 A run's numbers depend only on (spec, solver, L, M, seed, iterations): the runner trains with one BLAS
 thread from a seeded network on the deterministic Halton data set.  On the platform that made the
-archive a rerun is bit-identical; elsewhere (another CPU, BLAS or NumPy) round-off may differ, so a
+archive a rerun is bit-identical, and lysep pins OpenBLAS's kernel (blas_pin.py) so that every x86-64
+machine with AVX2 is that platform; elsewhere (another BLAS kernel or NumPy) round-off may differ, so a
 run passes when the largest relative difference over its final values, its whole history and its
 weights is at most ``TOLERANCE``.
 
@@ -35,6 +36,8 @@ class Check:
     max_rel: float
     where: str
     identical: bool
+    kernels: tuple[str | None, str | None] = (None, None)
+    """BLAS kernel of the archived run and of the rerun (``versions.blas_core``; None where unrecorded)."""
 
     @property
     def ok(self) -> bool:
@@ -46,7 +49,11 @@ class Check:
         if self.identical:
             return f"ok        {cell}: bit-identical"
         verdict = "ok" if self.ok else "MISMATCH"
-        return f"{verdict:<9} {cell}: largest relative difference {self.max_rel:.3e} ({self.where})"
+        text = f"{verdict:<9} {cell}: largest relative difference {self.max_rel:.3e} ({self.where})"
+        old, new = self.kernels
+        if old and new and old != new:
+            text += f"; archived with BLAS kernel {old}, rerun with {new} (OPENBLAS_CORETYPE={old} reruns it)"
+        return text
 
 
 def choose(candidates: list[RunRecord], sample: int | None, seed: int, cheapest: bool) -> list[RunRecord]:
@@ -107,7 +114,8 @@ def verify(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path) -> 
     archived_params = records.load_params(npz_path)
     rerun, params = execute(spec, RunKey(record.solver, record.L, record.M, record.seed), record.iterations)
     worst, where, identical = differences(record, archived_params, rerun, params)
-    return Check(record, worst, where, identical)
+    return Check(record, worst, where, identical,
+                 (record.versions.get("blas_core"), rerun.versions.get("blas_core")))
 
 
 def candidates(loaded_records: Iterable[RunRecord]) -> list[RunRecord]:

@@ -1,0 +1,79 @@
+"""The BLAS kernel pin: OPENBLAS_CORETYPE=Haswell where safe, the user's choice wins, records say which ran."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.blas_pin import _cpu_flags, pin_openblas_core
+from lysep_cli.cli import app
+from lysep_cli.verify import Check
+
+from foundation_helpers import write_tiny
+
+AVX2 = {"avx", "avx2", "fma", "sse2"}
+
+
+def test_pins_haswell_on_x86_with_avx2_and_fma():
+    env: dict[str, str] = {}
+    assert pin_openblas_core(env, "x86_64", AVX2) == "Haswell"
+    assert env == {"OPENBLAS_CORETYPE": "Haswell"}
+
+
+@pytest.mark.parametrize("env, machine, flags", [
+    ({"OPENBLAS_CORETYPE": "Zen"}, "x86_64", AVX2),      # the user's choice wins
+    ({"LYSEP_NATIVE_BLAS": "1"}, "x86_64", AVX2),        # opted out: the machine's own kernel
+    ({}, "aarch64", {"asimd"}),                          # not x86: nothing to pin
+    ({}, "x86_64", {"avx", "sse2"}),                     # no AVX2: the Haswell kernel would not run
+    ({}, "x86_64", {"avx2"}),                            # no FMA either
+])
+def test_leaves_the_environment_alone(env, machine, flags):
+    before = dict(env)
+    assert pin_openblas_core(env, machine, flags) is None
+    assert env == before
+
+
+def test_cpu_flags_of_a_missing_file_are_empty(tmp_path):
+    assert _cpu_flags(str(tmp_path / "none")) == set()
+    (tmp_path / "cpuinfo").write_text("processor : 0\nflags\t\t: fpu avx2 fma\n")
+    assert _cpu_flags(str(tmp_path / "cpuinfo")) == {"fpu", "avx2", "fma"}
+
+
+def _kernels(env: dict[str, str]) -> list[str]:
+    code = ("import lysep_cli, numpy, scipy.linalg; from threadpoolctl import threadpool_info; "
+            "print(sorted({i['architecture'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return eval(out.stdout)
+
+
+@pytest.mark.skipif(not {"avx2", "fma"} <= _cpu_flags(), reason="needs an x86-64 CPU with AVX2 and FMA")
+def test_a_fresh_process_runs_numpy_and_scipy_on_the_pinned_kernel():
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "LYSEP_NATIVE_BLAS")}
+    assert _kernels(env) == ["Haswell"]
+    # a user's kernel is kept (Sandybridge runs on any AVX machine)
+    assert _kernels({**env, "OPENBLAS_CORETYPE": "Sandybridge"}) == ["Sandybridge"]
+
+
+def test_records_say_which_kernel_ran(tmp_path):
+    config = write_tiny(tmp_path)
+    results = tmp_path / "results"
+    r = CliRunner().invoke(app, ["run", "elliptic-2d", "--sizes", "3x6", "--seeds", "0", "--solver", "pinn",
+                                 "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 0, r.output
+    versions = json.loads((results / "elliptic-2d/pinn/L3-M6/seed-0.json").read_text())["versions"]
+    assert versions["blas_core"] and "openblas" in versions["blas"].lower()
+
+
+def test_a_mismatch_names_the_kernels_when_they_differ():
+    rec = type("R", (), {"experiment": "e", "solver": "lysep", "L": 3, "M": 30, "seed": 8})()
+    line = Check(rec, 3.4e-3, "weights W3", False, ("Haswell", "SkylakeX")).line()
+    assert line.startswith("MISMATCH") and "archived with BLAS kernel Haswell, rerun with SkylakeX" in line
+    assert "OPENBLAS_CORETYPE=Haswell" in line
+    same = Check(rec, 3.4e-3, "weights W3", False, ("Haswell", "Haswell")).line()
+    assert "kernel" not in same
