@@ -6,6 +6,8 @@
 #                         into the committed archive results/paper/ (runs already there are skipped),
 #                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
 #                         RESULTS=DIR reruns everything into DIR instead
+#   make depth            the depth study (docs/lysep-depth.md): elliptic-2d-depth, elliptic-10d-depth with
+#                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
@@ -38,7 +40,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: install test reproduce reproduce-quick runs outputs
+.PHONY: install test reproduce reproduce-quick runs outputs depth depth-outputs
 
 install: $(VENV)/.installed
 
@@ -76,3 +78,22 @@ outputs:
 	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) || exit $$?; \
 	done
 	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, <experiment>/figures/"
+
+DEPTH_EXPERIMENTS := elliptic-2d-depth elliptic-10d-depth
+DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
+
+depth: install
+	@for e in $(DEPTH_EXPERIMENTS); do \
+	  echo "== lysep run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	done
+	$(MAKE) --no-print-directory depth-outputs
+
+depth-outputs:
+	@mkdir -p $(RESULTS)/tables
+	@for e in $(DEPTH_EXPERIMENTS); do \
+	  if ls $(RESULTS)/$$e/*/L*-M*/seed-*.json >/dev/null 2>&1; then \
+	    $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	    $(LYSEP) study depth $$e $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e-study.md || exit $$?; \
+	  else echo "$$e: no runs under $(RESULTS)/ yet"; fi; \
+	done

@@ -1,7 +1,7 @@
 """When does LySep leave the ridge-fit plateau?  Escape sweep of one cell under tiny perturbations.
 
 Usage: .venv/bin/python benchmarks/escape_study.py elliptic-2d --size 3x100 --seeds 3,5 \
-           --eps 0,1e-15,1e-13,1e-11 --draws 3 --max-sweeps 2000 [--threshold 1e-6]
+           --eps 0,1e-15,1e-13,1e-11 --draws 3 [--first-draw 0] --max-sweeps 2000 [--threshold 1e-6]
 
 For every (seed, eps, draw) it runs LySep (the experiment's settings) from the seeded network with every
 weight multiplied by (1 + eps * u), u ~ U(-1, 1) from a generator seeded by the draw (eps = 0: the
@@ -59,6 +59,7 @@ def main() -> None:
     p.add_argument("--seeds", default="3,5")
     p.add_argument("--eps", default="0,1e-15,1e-13")
     p.add_argument("--draws", type=int, default=3)
+    p.add_argument("--first-draw", type=int, default=0, help="number of the first draw (to add draws to a study)")
     p.add_argument("--max-sweeps", type=int, default=2000)
     p.add_argument("--threshold", type=float, default=1e-6)
     a = p.parse_args()
@@ -72,7 +73,7 @@ def main() -> None:
     with threadpool_limits(1):
         for seed in parse_seeds(a.seeds, spec):
             for eps in (float(e) for e in a.eps.split(",")):
-                for draw in range(1 if eps == 0 else a.draws):
+                for draw in ([0] if eps == 0 else range(a.first_draw, a.first_draw + a.draws)):
                     t = time.process_time()
                     k, J = escape_sweep(spec, L, M, seed, eps, draw, a.max_sweeps, a.threshold)
                     esc = f"{k:>7}" if k is not None else f"{'>' + str(a.max_sweeps):>7}"

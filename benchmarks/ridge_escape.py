@@ -1,0 +1,53 @@
+"""LySep's ridge plateau and its escape, sweep by sweep: J, the ridge lambda of the W_L solve, ||W_L||.
+
+Usage: .venv/bin/python benchmarks/ridge_escape.py elliptic-2d --sizes 3x30,3x100 --seed 3 --sweeps 600 --every 25
+
+lambda = P (penalty part of N J_S over ||W_L||^2, solvers/lysep_updates.py) is evaluated after each sweep
+from the state, as the next W_L solve will see it; sqrt(lambda) is the ridge on W_L's coefficients.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import lysep_cli  # noqa: F401  (the BLAS kernel pin, before NumPy)
+from lysep_cli import network
+from lysep_cli.dataset import experiment_data
+from lysep_cli.solvers.lysep import LySepIteration, Settings
+from lysep_cli.solvers.lysep_loss import LySepData, penalty, weights
+from lysep_cli.specs import default_config, load_specs, parse_sizes
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("experiment")
+    p.add_argument("--sizes", default="3x30,3x100")
+    p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--sweeps", type=int, default=600)
+    p.add_argument("--every", type=int, default=25)
+    a = p.parse_args()
+    spec = load_specs(default_config())[a.experiment]
+    data = experiment_data(spec)
+    tr = data.training
+    ld = LySepData.build(tr.Z, tr.coef, tr.Y)
+    s = Settings.coerce(spec.solvers["lysep"])
+    for L, M in parse_sizes(a.sizes, spec):
+        params0 = network.init_params(data.problem.n_in, L, M, a.seed)
+        it = LySepIteration(params0, ld, s)
+        print(f"{spec.name} (L,M)=({L},{M}) seed {a.seed}")
+        print(f"{'sweep':>5} {'J':>10} {'J_S':>10} {'lambda':>10} {'||W_L||':>10}")
+        with threadpool_limits(1), np.errstate(all="ignore"):
+            for k in range(1, a.sweeps + 1):
+                it.sweep()
+                if k % a.every == 0 or k <= 2:
+                    J = network.pinn_loss(it.st.params(), tr.Z, tr.coef, tr.Y)
+                    lam = penalty(it.terms, weights(it.st, ld))
+                    WL = float(np.linalg.norm(it.st.v[f"W{L}"]))
+                    print(f"{k:>5} {J:10.3e} {it.J_S:10.3e} {lam:10.3e} {WL:10.3e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
