@@ -337,15 +337,19 @@ def compare(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
     fmt: str = typer.Option("markdown", "--format", help="markdown | latex"),
     out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    headline: bool = typer.Option(False, "--headline", metavar="",
+                                  help="one Markdown row per paper table (ratio ranges, verdicts) instead"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
 ) -> None:
     """Our numbers beside the published ones, cell by cell, with ratios and a summary."""
-    from .compare import render_comparison
+    from .compare import render_comparison, render_headline
 
     try:
         _format(fmt, ("markdown", "latex"))
+        if headline and fmt != "markdown":
+            raise SpecError("--headline is Markdown only (drop --format latex)")
         chosen = _report_specs(config, experiments, results, out, iterations)
     except SpecError as exc:
         _fail(str(exc))
@@ -353,7 +357,8 @@ def compare(
     shown = chosen if experiments else [s for s in chosen if sel.of(s.name)]
     if not any(sel.of(s.name) for s in shown):
         _nothing_to_show(results, chosen, sel)
-    _emit(render_comparison(sel, [s.name for s in shown], fmt), out)
+    names = [s.name for s in shown]
+    _emit(render_headline(sel, names) if headline else render_comparison(sel, names, fmt), out)
 
 
 @app.command(cls=_Command)

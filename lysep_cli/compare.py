@@ -284,5 +284,44 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
     return "\n".join(out).rstrip() + "\n"
 
 
-__all__ = ["render_comparison", "build_comparison", "Comparison", "summary_line", "QUANTITIES", "PAPER_MODELS",
+def _span(ratios: list[float]) -> str:
+    """"lo-hi× (k/n)" over the sizes of a (model, quantity); "—" when none has runs."""
+    got = [r for r in ratios if not math.isnan(r)]
+    if not got:
+        return "—"
+    lo, hi = min(got), max(got)
+    text = f"{lo:.2g}×" if len(got) == 1 or f"{lo:.2g}" == f"{hi:.2g}" else f"{lo:.2g}-{hi:.2g}×"
+    return f"{text} ({len(got)}/{len(ratios)})"
+
+
+def render_headline(selection: Selection, experiments: list[str]) -> str:
+    """One Markdown row per paper table: ours/paper mean ratios (range over the sizes that have runs, and
+    how many of the table's sizes that is) for PINN and LySep J and l2, the cells within 3x, and the
+    LySep-beats-PINN verdict agreement."""
+    comp = build_comparison(selection, experiments)
+    rows = []
+    for exp in comp.experiments:
+        c = comp.cells[comp.cells.experiment == exp]
+        c = c[c.paper_mean.notna()]
+        spans = []
+        for solver in ("pinn", "lysep"):
+            for q in ("J", "l2"):
+                spans.append(_span(list(c[(c.solver == solver) & (c.quantity == q)].ratio)))
+        compared = c[c.ratio.notna()]
+        within3 = int(((compared.ratio >= 1 / 3) & (compared.ratio <= 3)).sum())
+        s = comp.summary[exp]
+        verdict = f"{s['agree']}/{s['verdicts']}" if s["verdicts"] else "—"
+        rows.append([f"{comp.info[exp]['table']}: {exp}", *spans, f"{within3}/{len(compared)} ({len(c)})", verdict])
+    header = ["Paper table", "PINN J", "PINN ℓ2", "LySep J", "LySep ℓ2", "within 3× (cells run, of)",
+              "LySep beats PINN: agrees"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "Ours / paper: ratio of the means (ours over the seeds run), range over the table's sizes that have runs "
+              "(how many of them); below 1 ours is lower (better). Cells: (size, model, quantity) with a "
+              "published value; LySep's J_S counts as a cell. Verdict: does LySep have the lower mean J "
+              "(ℓ2) than PINN, per size, in our runs as in the paper."]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["render_comparison", "render_headline", "build_comparison", "Comparison", "summary_line", "QUANTITIES", "PAPER_MODELS",
            "WITHIN"]

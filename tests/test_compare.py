@@ -227,3 +227,33 @@ def test_diverged_runs(tmp_path):
     assert "| (3,30) | PINN | J | — (0 seeds) | 0/10 (+1 diverged) |" in md
     assert "| (3,30) | LySep | J | 3.00e-05 ± 1.00e-05 | 2/10 (+1 diverged) |" in md
     assert comp.summary[EXP]["missing"] == 2 + 15
+
+
+def test_headline_shows_the_ratio_ranges_of_the_cells(results):
+    from lysep_cli.compare import render_headline
+
+    root, _ = results
+    text = render_headline(comparison(root, [EXP]), [EXP])
+    row = next(line for line in text.splitlines() if line.startswith("| 1: elliptic-2d"))
+    cols = [c.strip() for c in row.strip("|").split("|")]
+    # ours = paper * factor * (1 + 0.1 seed) over seeds 0-2: the mean ratio is 1.1 * factor at both sizes
+    for col, key in zip(cols[1:5], [("pinn", "J"), ("pinn", "l2"), ("lysep", "J"), ("lysep", "l2")]):
+        value, count = col.split("× ")
+        assert count == "(2/4)" and "-" not in value  # the same ratio at both sizes: one number
+        assert float(value) == pytest.approx(1.1 * FACTORS[key], rel=0.04)  # printed to 2 digits
+    # 2 sizes x 5 quantities run, of 20 published; within 3x: PINN J (0.55), LySep J_S (2.2), l2 (1.65)
+    assert cols[5] == "6/10 (20)"
+
+
+def test_headline_is_markdown_only_and_cli_prints_it(results):
+    from typer.testing import CliRunner
+
+    from lysep_cli.cli import app
+
+    cli = CliRunner()
+    root, _ = results
+    r = cli.invoke(app, ["compare", EXP, "--headline", "--iterations", str(ITERATIONS), "--results", str(root)])
+    assert r.exit_code == 0, r.output
+    assert "| 1: elliptic-2d |" in r.output
+    r = cli.invoke(app, ["compare", EXP, "--headline", "--format", "latex", "--results", str(root)])
+    assert r.exit_code == 2 and "Markdown only" in r.output
