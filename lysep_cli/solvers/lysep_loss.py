@@ -96,6 +96,8 @@ def _sources(key: tuple, L: int) -> tuple[str, ...]:
     kind, l = key
     if kind == "fit":
         return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
+    if kind == "wt":  # the norms of Norms: W_1..W_{L-1}, d_1..d_{L-1}, q_2..q_{L-1}
+        return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
     return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
 
 
@@ -290,8 +292,11 @@ def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData) -> T
 
 
 def weights(st: LySepState, data: LySepData) -> Weights:
-    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint, any L."""
-    return weights_from(data, st.norms())
+    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint, any L.
+
+    Cached on the state (a state belongs to one data set): recomputed only when W_l, d_l or q_l change.
+    """
+    return st._cached(("wt", 0), lambda: weights_from(data, st.norms()))
 
 
 def penalty(terms: Terms, wt: Weights) -> float:
