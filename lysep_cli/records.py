@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,16 @@ def load_params(npz_path: str | Path) -> Params:
 # ---------------------------------------------------------------------------------------------
 # Records.
 
+_NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.eE+-]*|null)(?:,\n\s*(?:-?[0-9][0-9.eE+-]*|null))*)\n\s*\]")
+
+
+def record_text(record: RunRecord) -> str:
+    """The record's JSON: indented one level per key, but a list of numbers (a history: 2001 values)
+    on one line — the same values, about 15 % fewer bytes than one value per line."""
+    text = json.dumps(record.to_json(), indent=1, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: "[" + re.sub(r",\n\s*", ",", m.group(1)) + "]", text) + "\n"
+
+
 def write_record(results_dir: str | Path, record: RunRecord, params: Params) -> tuple[Path, Path]:
     """Write the NPZ then the JSON of one run; if interrupted in between, neither is left behind.
 
@@ -97,7 +108,7 @@ def write_record(results_dir: str | Path, record: RunRecord, params: Params) -> 
     if sha256(data) != record.weights_sha256:
         raise ValueError(f"{record.cell}: weights_sha256 does not match the parameters")
     json_path, npz_path = record_paths(results_dir, *record.cell)
-    text = json.dumps(record.to_json(), indent=1, allow_nan=False) + "\n"
+    text = record_text(record)
     RunRecord.from_json(json.loads(text))  # never write a record that would not read back
     done = False
     try:
