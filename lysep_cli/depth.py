@@ -89,5 +89,5 @@ def render_depth_markdown(df: pd.DataFrame, spec: ExperimentSpec, iterations: in
             f"| {row.seconds_per_iteration:.3g} | {_count(row.violations)} |")
     lines += ["", "- move: median over seeds of ‖W_l − W_l⁰‖/‖W_l⁰‖ (W_l⁰ the seeded start), l = 1 … L−1.",
               "- J1: LySep's J after the first output solve (end of sweep 1); s / iteration: recorded run "
-              "time over iterations (one BLAS thread)."]
+              "time over iterations done (one BLAS thread; rfls does one solve: its time per run)."]
     return "\n".join(lines) + "\n"
