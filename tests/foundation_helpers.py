@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,12 @@ experiments:
     solvers:
       pinn: {lr: 1.0e-3}
 """
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of the tests' child processes: take SIGINT like a foreground job in a terminal, even
+    when the test run itself was started in the background (which makes SIGINT inherited as ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def write_tiny(tmp_path: Path, text: str = TINY_YAML) -> Path:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from lysep_cli.cli import app
 
-from foundation_helpers import TINY_YAML, files_under, write_tiny
+from foundation_helpers import TINY_YAML, default_sigint, files_under, write_tiny
 
 cli = CliRunner()
 
@@ -109,7 +109,7 @@ def test_ctrl_c_keeps_finished_runs(tiny):
     config, results = tiny
     cmd = [sys.executable, "-m", "lysep_cli.cli", "run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6",
            "--seeds", "0-3", "--iterations", "3000", "--config", str(config), "--results", str(results)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     first = results / "elliptic-2d/pinn/L3-M6/seed-0.json"
     deadline = time.monotonic() + 60
     while not first.exists() and proc.poll() is None and time.monotonic() < deadline:

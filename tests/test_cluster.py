@@ -29,7 +29,7 @@ from lysep_cli.cli import app
 from lysep_cli.solvers import SOLVERS
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import TINY_YAML, files_under, write_tiny
+from foundation_helpers import TINY_YAML, default_sigint, files_under, write_tiny
 
 distributed = pytest.importorskip("distributed")
 
@@ -298,7 +298,7 @@ def external_cluster(tmp_path):
 
 def _lysep(args: list[str], cwd: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "lysep_cli.cli", "run", *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
 
 
 @pytest.mark.timeout(150)

@@ -22,7 +22,7 @@ from lysep_cli.cli import app
 from lysep_cli.dataset import experiment_data
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import TINY_YAML, files_under, snapshot, write_tiny
+from foundation_helpers import TINY_YAML, default_sigint, files_under, snapshot, write_tiny
 
 cli = CliRunner()
 RUN = ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6"]
@@ -104,7 +104,7 @@ def start_sweep(config: Path, results: Path, jobs: int = 2) -> tuple[subprocess.
     """A long ``--jobs`` sweep in a subprocess; returns it once its workers run (and their pids)."""
     cmd = [sys.executable, "-m", "lysep_cli.cli", *RUN, "--seeds", "0-5", "--iterations", "300000",
            "--jobs", str(jobs), "--config", str(config), "--results", str(results)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     data = results / "elliptic-2d" / "data.npz"  # written just before the runs start
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
