@@ -46,6 +46,14 @@ experiments:
 """
 
 
+def untimed(record: dict) -> dict:
+    """A record's JSON without its timings (``seconds``, ``diagnostics.cpu_seconds``): what a rerun repeats."""
+    out = {k: v for k, v in record.items() if k != "seconds"}
+    if isinstance(out.get("diagnostics"), dict):
+        out["diagnostics"] = {k: v for k, v in out["diagnostics"].items() if k != "cpu_seconds"}
+    return out
+
+
 def default_sigint() -> None:
     """``preexec_fn`` of the tests' child processes: take SIGINT like a foreground job in a terminal, even
     when the test run itself was started in the background (which makes SIGINT inherited as ignored)."""

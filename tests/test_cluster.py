@@ -29,7 +29,7 @@ from lysep_cli.cli import app
 from lysep_cli.solvers import SOLVERS
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import TINY_YAML, default_sigint, files_under, write_tiny
+from foundation_helpers import untimed, TINY_YAML, default_sigint, files_under, write_tiny
 
 distributed = pytest.importorskip("distributed")
 
@@ -40,7 +40,7 @@ KEYS = ["--solver", "pinn", "--sizes", "3x6", "--seeds", "0-3"]
 def numbers(rec):
     """A record (RunRecord or its JSON) without its timing."""
     d = rec.to_json() if hasattr(rec, "to_json") else rec
-    return {k: v for k, v in d.items() if k != "seconds"}
+    return untimed(d)
 
 
 def same_records(a: Path, b: Path) -> None:

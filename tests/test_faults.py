@@ -22,7 +22,7 @@ from lysep_cli.cli import app
 from lysep_cli.dataset import experiment_data
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import TINY_YAML, default_sigint, files_under, snapshot, write_tiny
+from foundation_helpers import untimed, TINY_YAML, default_sigint, files_under, snapshot, write_tiny
 
 cli = CliRunner()
 RUN = ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6"]
@@ -49,9 +49,7 @@ def without_timing(files: dict[str, bytes]) -> dict[str, object]:
     out: dict[str, object] = {}
     for name, data in files.items():
         if name.endswith(".json"):
-            rec = json.loads(data)
-            rec.pop("seconds")
-            out[name] = rec
+            out[name] = untimed(json.loads(data))
         else:
             out[name] = data
     return out

@@ -15,7 +15,7 @@ from lysep_cli.runrecord import RunRecord
 from lysep_cli.solvers import SOLVERS
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import TINY_YAML, files_under, write_tiny
+from foundation_helpers import untimed, TINY_YAML, files_under, write_tiny
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def keys_of(spec, solver="pinn"):
 def numbers(rec):
     """A record without its timing."""
     rec = rec if isinstance(rec, dict) else rec.to_json()
-    return {k: v for k, v in rec.items() if k != "seconds"}
+    return untimed(rec)
 
 
 def test_run_writes_records_and_data(tmp_path, specs):
@@ -196,7 +196,8 @@ def test_solver_failures_and_bound(tmp_path, stub_solvers):
     assert (div.status, div.diverged_at, div.history["J"]) == ("diverged", 2, [3.0, 2.0, None])
     bound, = runner.run_experiment(spec, [runner.RunKey("stub-bound", 3, 5, 0)], 5, out).done
     assert bound.bound == {"factor": 84.0, "violations": 2}
-    assert bound.diagnostics == {"cond": 3.0} and bound.final.J_S == 0.5
+    assert untimed(bound.to_json())["diagnostics"] == {"cond": 3.0} and bound.final.J_S == 0.5
+    assert 0 <= bound.diagnostics["cpu_seconds"] <= bound.seconds + 0.05  # CPU time of one thread
     assert bound.history["J_S"] == [0.5] * 6
     lines = summary_lines([bound])
     assert any("violated in 1 of 1 runs" in line for line in lines)
