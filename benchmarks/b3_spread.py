@@ -7,16 +7,19 @@ weights) and at the joint [W_3, b_3] least-squares optimum (one LySep sweep with
 same start), the archived J, the joint J and J / (b_3^0 - b_3^*)^2; then the correlation of log J with
 log (b_3^0 - b_3^*)^2 over the seeds.  Output of 2026-11-26: benchmarks/results/b3_spread_e10d_20.txt.
 """
+import lysep_cli  # noqa: F401  (first: the BLAS kernel pin, before NumPy)
+
 import argparse
-import lysep_cli  # noqa: F401  (the BLAS kernel pin, before NumPy)
 import json
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
 from lysep_cli import network
 from lysep_cli.dataset import experiment_data
 from lysep_cli.solvers.lysep import solve, Settings
 from lysep_cli.specs import default_config, load_specs
+
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--results", default="results/paper")
 RES = ap.parse_args().results
@@ -35,7 +38,7 @@ for seed in range(10):
         r = solve(data.problem, data.training, p0, s, 1)
     bstar = r.params[-1][1][0]
     z = np.load(f"{RES}/elliptic-10d/lysep/L3-M20/seed-{seed}.npz")
-    bend = float(z[sorted(k for k in z.files if k.startswith("b"))[-1]].ravel()[0])
+    bend = float(z["b3"].ravel()[0])
     J = d["final"]["J"]
     rows.append((seed, b0, bend, bstar, J, r.history["J"][-1], d["final"]["l2"]))
     print("seed %d b3 start %+.4f end %+.4f joint %+.4f | J %.2e joint J %.2e | J/(b3_0-b3*)^2 %.2e | l2 %.2e"
