@@ -8,6 +8,8 @@ Counts G = 2 M^2 N flops (one M x M by M x N product) per iteration by design of
 
 from __future__ import annotations
 
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+
 import argparse
 import resource
 import time

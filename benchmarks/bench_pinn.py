@@ -10,6 +10,8 @@ iterations.
 
 from __future__ import annotations
 
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+
 import argparse
 import statistics
 import time

@@ -44,6 +44,7 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     if impl:
         sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
         sys.path.insert(0, impl)
+    import lysep_cli  # noqa: F401  first: it pins OpenBLAS's kernel before NumPy loads (lysep_cli.blas_pin)
     import numpy as np
     from threadpoolctl import threadpool_limits
 
@@ -67,7 +68,6 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
         for _ in range(10):
             A @ B
         gflops = 2.0 * n_in * M * M * spec.n_train * 10 / (time.process_time() - t) / 1e9
-    import lysep_cli
 
     return {"seconds": seconds, "gflops": gflops, "package": str(Path(lysep_cli.__file__).parent)}
 

@@ -8,12 +8,13 @@ from the state, as the next W_L solve will see it; sqrt(lambda) is the ridge on 
 
 from __future__ import annotations
 
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+
 import argparse
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-import lysep_cli  # noqa: F401  (the BLAS kernel pin, before NumPy)
 from lysep_cli import network
 from lysep_cli.dataset import experiment_data
 from lysep_cli.solvers.lysep import LySepIteration, Settings

@@ -10,6 +10,8 @@ and the status.  Nothing is written to results/.
 
 from __future__ import annotations
 
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+
 import argparse
 import dataclasses
 from concurrent.futures import ProcessPoolExecutor

@@ -274,9 +274,10 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
                     continue
                 _finish(sweep, key, record, params, results_dir, reporter)
     except BaseException:
-        for fut in futures:
-            fut.cancel()
-        # The runs in flight are abandoned: stop our own workers now rather than wait for them.
+        # The runs in flight are abandoned: stop our own workers now rather than wait for them.  The
+        # futures are not cancelled from this thread: the pool's manager thread marks them failed when it
+        # sees the dead workers, and a future cancelled here meanwhile makes it raise InvalidStateError
+        # (a traceback on stderr; CPython 3.11).  shutdown(cancel_futures=True) cancels in that thread.
         for proc in list(getattr(pool, "_processes", {}).values()):
             proc.terminate()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,6 +17,8 @@ from lysep_cli.cli import app
 from lysep_cli.verify import Check
 
 from foundation_helpers import write_tiny
+
+ROOT = Path(__file__).resolve().parents[1]
 
 AVX2 = {"avx", "avx2", "fma", "sse2"}
 
@@ -77,3 +81,29 @@ def test_a_mismatch_names_the_kernels_when_they_differ():
     assert "OPENBLAS_CORETYPE=Haswell" in line
     same = Check(rec, 3.4e-3, "weights W3", False, ("Haswell", "Haswell")).line()
     assert "kernel" not in same
+
+
+def _first_import_line(tree: "ast.Module", names: set[str]) -> int | None:
+    """Line of the first import (anywhere in the file) of one of ``names`` (top-level package names)."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            mods = [node.module]
+        else:
+            continue
+        if any(m.split(".")[0] in names for m in mods):
+            lines.append(node.lineno)
+    return min(lines) if lines else None
+
+
+@pytest.mark.parametrize("script", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+def test_benchmarks_import_lysep_before_numpy(script):
+    """A script that loads NumPy before lysep_cli runs OpenBLAS's native kernel, not the pinned one,
+    so its numbers need not match the archive's (the pin only acts before NumPy loads)."""
+    tree = ast.parse(script.read_text())
+    numpy_at = _first_import_line(tree, {"numpy", "scipy", "pandas", "matplotlib", "torch"})
+    lysep_at = _first_import_line(tree, {"lysep_cli"})
+    if numpy_at is not None:
+        assert lysep_at is not None and lysep_at < numpy_at, f"{script.name}: numpy at line {numpy_at}"
