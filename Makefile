@@ -74,10 +74,11 @@ outputs:
 	$(LYSEP) table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.md
 	$(LYSEP) compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.md
 	$(LYSEP) compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.tex
+	$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/status.md
 	@for e in $(EXPERIMENTS); do \
 	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) || exit $$?; \
 	done
-	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, <experiment>/figures/"
+	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, status.md, <experiment>/figures/"
 
 DEPTH_EXPERIMENTS := elliptic-2d-depth elliptic-10d-depth
 DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs

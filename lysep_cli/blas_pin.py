@@ -35,6 +35,18 @@ def _cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
     return set()
 
 
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows; for the records."""
+    try:
+        with open(cpuinfo, encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return " ".join(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
 def pin_openblas_core(environ: dict[str, str] | None = None, machine: str | None = None,
                       flags: set[str] | None = None) -> str | None:
     """Set ``OPENBLAS_CORETYPE=Haswell`` in ``environ`` (default ``os.environ``) where that is safe and

@@ -416,6 +416,43 @@ def verify(
 
 
 @app.command(cls=_Command)
+@_guarded("nothing written")
+def status(
+    experiments: Optional[list[str]] = typer.Argument(
+        None, help="default: the paper's experiments and every other one with records"),
+    solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
+    check: bool = typer.Option(False, "--check", metavar="", help="exit 1 when a listed run is missing"),
+    out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+) -> None:
+    """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
+    from .status import archive_status, render_status
+
+    try:
+        chosen = _report_specs(config, experiments, results, out, iterations)
+        wanted = None
+        if solver is not None:
+            wanted = {w.strip() for w in solver.split(",")}
+            unknown = sorted(wanted - {name for spec in chosen for name in spec.solvers})
+            if unknown:
+                raise SpecError(f"--solver: unknown solver {', '.join(repr(u) for u in unknown)}")
+    except SpecError as exc:
+        _fail(str(exc))
+    sel = _selection(results, chosen, iterations)
+    if not experiments:
+        chosen = [s for s in chosen if s.table is not None or sel.of(s.name)]
+    cells = archive_status(sel, chosen, wanted)
+    if not cells:
+        _nothing_to_show(results, chosen, sel)
+    paper = {s.name for s in chosen if s.table is not None}
+    _emit(render_status(cells, sel.iterations, str(results), paper), out)
+    if check and any(c.missing for c in cells):
+        raise typer.Exit(1)
+
+
+@app.command(cls=_Command)
 @_guarded("figures written so far are complete, the one in progress left no file")
 def plot(
     experiment: str = typer.Argument(..., help="experiment name"),

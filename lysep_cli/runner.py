@@ -27,6 +27,7 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from . import network, records, workers
+from .blas_pin import cpu_model
 from .dataset import experiment_data
 from .memory import tune_malloc
 from .metrics import finite_or_none, first_nonfinite, relative_l2
@@ -55,7 +56,7 @@ class RunKey:
 
 def _versions() -> dict[str, str]:
     """Versions, and the BLAS kernel the run used (``blas_core``: OpenBLAS's architecture, see blas_pin.py)."""
-    out = {"numpy": np.__version__}
+    out = {"numpy": np.__version__, "machine": f"{cpu_model()}, {os.cpu_count()} CPUs"}
     blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
     if blas:  # NumPy's and SciPy's own OpenBLAS: both should say the pinned kernel
         out["blas"] = ", ".join(sorted({f"{i.get('internal_api', '?')} {i.get('version', '?')}" for i in blas}))

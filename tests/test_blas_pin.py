@@ -72,6 +72,7 @@ def test_records_say_which_kernel_ran(tmp_path):
     assert r.exit_code == 0, r.output
     versions = json.loads((results / "elliptic-2d/pinn/L3-M6/seed-0.json").read_text())["versions"]
     assert versions["blas_core"] and "openblas" in versions["blas"].lower()
+    assert versions["machine"].endswith(f"{os.cpu_count()} CPUs")  # the CPU, for the archive's timing
 
 
 def test_a_mismatch_names_the_kernels_when_they_differ():

@@ -1,0 +1,154 @@
+"""What a results directory holds against the spec: seeds done and missing per (experiment, solver, size),
+the run time they took, and the time the missing runs would take at the same pace.
+
+Read from the run records (nothing is rerun).  A record counts when it matches its experiment's spec
+(reporting.select: same iterations, settings, data set); every seed of the spec is expected for every
+solver shown.  Times are the records' own: ``seconds`` (wall time of the solve) and, where recorded,
+``diagnostics.cpu_seconds`` (its CPU time; on a shared machine wall time is the larger).  The estimate
+for a cell's missing seeds is the mean wall time of its finished seeds; a cell with none gets no
+estimate (it is counted, not guessed).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .reporting import Selection, display_name, solver_key
+from .runrecord import RunRecord
+from .specs import ExperimentSpec
+
+#: the solvers of the paper's tables: always listed for a paper experiment, records or not
+PAPER_SOLVERS = ("pinn", "lysep")
+
+
+@dataclass
+class CellStatus:
+    """One (experiment, solver, L, M): the spec's seeds, those with a matching record, their times."""
+
+    experiment: str
+    solver: str
+    L: int
+    M: int
+    expected: tuple[int, ...]
+    done: list[int] = field(default_factory=list)
+    seconds: float = 0.0  # wall seconds of the finished runs, summed
+    cpu_seconds: float = 0.0  # CPU seconds of the finished runs that recorded them, summed
+    n_cpu: int = 0  # finished runs that recorded their CPU time
+    machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
+
+    @property
+    def missing(self) -> list[int]:
+        return [s for s in self.expected if s not in self.done]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
+
+    @property
+    def estimate_left(self) -> float:
+        """Wall seconds the missing seeds would take at the finished seeds' mean; NaN with none finished."""
+        if not self.missing:
+            return 0.0
+        return len(self.missing) * self.seconds / len(self.done) if self.done else float("nan")
+
+
+def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None) -> list[CellStatus]:
+    """One :class:`CellStatus` per (experiment, solver, size) of ``chosen``, in table order.
+
+    Solvers listed: ``solvers`` when given (those the spec has), else the paper's pair for an experiment
+    with a paper table plus every solver with at least one matching record.
+    """
+    cells: list[CellStatus] = []
+    for spec in chosen:
+        recs = sel.of(spec.name)
+        if solvers is not None:
+            names = [s for s in spec.solvers if s in solvers]
+        else:
+            present = {r.solver for r in recs}
+            names = [s for s in spec.solvers if s in present or (spec.table is not None and s in PAPER_SOLVERS)]
+        by_cell: dict[tuple[str, int, int], list[RunRecord]] = {}
+        for r in recs:
+            by_cell.setdefault((r.solver, r.L, r.M), []).append(r)
+        for solver in sorted(names, key=solver_key):
+            for L, M in spec.sizes:
+                cell = CellStatus(spec.name, solver, L, M, spec.seeds)
+                for r in by_cell.get((solver, L, M), []):
+                    if r.seed not in spec.seeds:
+                        continue
+                    cell.done.append(r.seed)
+                    cell.seconds += float(r.seconds)
+                    cell.machines[machine_of(r)] += 1
+                    cpu = r.diagnostics.get("cpu_seconds")
+                    if isinstance(cpu, (int, float)) and math.isfinite(cpu):
+                        cell.cpu_seconds += float(cpu)
+                        cell.n_cpu += 1
+                cell.done.sort()
+                cells.append(cell)
+    return cells
+
+
+def machine_of(r: RunRecord) -> str:
+    """"<CPU>, kernel <OpenBLAS kernel>" as the record names them ("unrecorded" in older records)."""
+    return (f"{r.versions.get('machine', 'machine unrecorded')}, "
+            f"kernel {r.versions.get('blas_core', 'unrecorded')}")
+
+
+def _seed_list(seeds: list[int]) -> str:
+    """0-3,5,7-9"""
+    parts, i = [], 0
+    while i < len(seeds):
+        j = i
+        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
+            j += 1
+        parts.append(str(seeds[i]) if i == j else f"{seeds[i]}-{seeds[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _hours(seconds: float) -> str:
+    return "–" if not math.isfinite(seconds) else f"{seconds / 3600:.2f}"
+
+
+def render_status(cells: list[CellStatus], iterations: dict[str, int], results: str, paper: set[str]) -> str:
+    """Markdown: one row per cell, then the totals (runs, hours, what is left) and the machines.
+
+    ``paper``: the experiments with a paper table (their PINN/LySep cells are the paper's pairs).
+    """
+    counts = sorted({iterations[c.experiment] for c in cells})
+    one = len(counts) == 1
+    lines = [f"# Archive status: {results}" + (f" ({counts[0]} iterations)" if one else ""), "",
+             "| experiment | " + ("" if one else "iterations | ")
+             + "solver | (L,M) | seeds done | missing | run h | CPU h | left h (est.) |",
+             "|---|---|---|---|---|---|---|---|" + ("" if one else "---|")]
+    for c in cells:
+        cpu = "–"
+        if c.n_cpu:
+            cpu = _hours(c.cpu_seconds) + ("" if c.n_cpu == len(c.done) else f" ({c.n_cpu} of {len(c.done)} runs)")
+        lines.append(f"| {c.experiment} | " + ("" if one else f"{iterations[c.experiment]} | ")
+                     + f"{display_name(c.solver)} | ({c.L},{c.M}) | {len(c.done)}/{len(c.expected)} "
+                     f"| {_seed_list(c.missing) or '–'} | {_hours(c.seconds) if c.done else '–'} | {cpu} "
+                     f"| {_hours(c.estimate_left) if c.missing else '–'} |")
+    pairs = [c for c in cells if c.experiment in paper and c.solver in PAPER_SOLVERS]
+    done_runs = sum(len(c.done) for c in cells)
+    missing = sum(len(c.missing) for c in cells)
+    guessed = [c for c in cells if c.missing and not c.done]
+    left = sum(c.estimate_left for c in cells if c.missing and c.done)
+    lines += [""]
+    if pairs:
+        lines.append(f"- paper's (cell, solver) pairs complete: {sum(c.complete for c in pairs)} of {len(pairs)}")
+    lines.append(f"- finished runs: {done_runs}, {_hours(sum(c.seconds for c in cells))} run-hours (wall time of "
+                 f"each solve, summed); CPU time recorded for {sum(c.n_cpu for c in cells)} of them: "
+                 f"{_hours(sum(c.cpu_seconds for c in cells))} CPU-hours")
+    text = f"- missing runs: {missing}"
+    if missing:
+        text += (f"; about {_hours(left)} run-hours at the pace of each cell's finished seeds"
+                 + (f", plus {sum(len(c.missing) for c in guessed)} run(s) in {len(guessed)} cell(s) with no "
+                    "seed finished (no estimate)" if guessed else ""))
+    lines.append(text)
+    machines = sum((c.machines for c in cells), Counter())
+    if machines:
+        lines.append("- finished runs by machine and BLAS kernel: "
+                     + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())))
+    return "\n".join(lines) + "\n"

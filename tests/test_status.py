@@ -1,0 +1,89 @@
+"""`lysep status`: seeds done and missing per cell, their time, the time left (from records only)."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from lysep_cli.cli import app
+from lysep_cli.specs import load_specs
+
+from foundation_helpers import store, synthetic_record, write_tiny
+
+cli = CliRunner()
+
+STATUS_YAML = """\
+experiments:
+  elliptic-2d:
+    table: 1
+    pde: elliptic
+    d: 2
+    solution: exp-sin
+    sizes: [[3, 6], [2, 5]]
+    n_train: 60
+    n_test: 40
+    iterations: 5
+    seeds: [0, 1, 2]
+    solvers:
+      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
+      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
+      rfls: {rcond: auto}
+"""
+
+
+def _archive(tmp_path):
+    config = write_tiny(tmp_path, STATUS_YAML)
+    spec = load_specs(config)["elliptic-2d"]
+    results = tmp_path / "results"
+    for seed, seconds in [(0, 3600.0), (1, 7200.0), (2, 1800.0)]:  # PINN (3,6): complete
+        store(results, *synthetic_record(spec, "pinn", 3, 6, seed, J=1e-3, l2=1e-2, seconds=seconds))
+    rec, params = synthetic_record(spec, "pinn", 2, 5, 0, J=1e-3, l2=1e-2, seconds=900.0)
+    store(results, rec.with_(diagnostics={"cpu_seconds": 720.0}), params)  # PINN (2,5): seed 0 only
+    store(results, *synthetic_record(spec, "pinn", 2, 5, 2, J=1e-3, l2=1e-2, seconds=5.0, iterations=3))
+    return config, results
+
+
+def _rows(text: str) -> dict[tuple[str, str], list[str]]:
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| elliptic-2d"):
+            rows[cells[1], cells[2]] = cells
+    return rows
+
+
+def test_counts_missing_seeds_times_and_the_estimate_left(tmp_path):
+    config, results = _archive(tmp_path)
+    r = cli.invoke(app, ["status", "elliptic-2d", "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 0, r.output
+    rows = _rows(r.output)
+    # PINN (3,6): 3 of 3, 3.5 run-hours, nothing left
+    assert rows["PINN", "(3,6)"][3:] == ["3/3", "–", "3.50", "–", "–"]
+    # PINN (2,5): the 3-iteration record does not match the spec, so seeds 1 and 2 are missing; each
+    # would take seed 0's 900 s: 0.50 h; CPU time as recorded
+    assert rows["PINN", "(2,5)"][3:] == ["1/3", "1-2", "0.25", "0.20", "0.50"]
+    # LySep is one of the paper's pair: listed with no records, no estimate; rfls (no record) is not
+    assert rows["LySep", "(3,6)"][3:] == ["0/3", "0-2", "–", "–", "–"]
+    assert not [k for k in rows if k[0] == "rfls"]
+    assert "paper's (cell, solver) pairs complete: 1 of 4" in r.output
+    assert "missing runs: 8; about 0.50 run-hours" in r.output and "6 run(s) in 2 cell(s)" in r.output
+
+
+def test_check_fails_only_when_something_is_missing(tmp_path):
+    config, results = _archive(tmp_path)
+    base = ["status", "elliptic-2d", "--config", str(config), "--results", str(results), "--check"]
+    assert cli.invoke(app, base).exit_code == 1
+    r = cli.invoke(app, base + ["--solver", "pinn", "--iterations", "3"])  # PINN (2,5) seed 2 only: missing
+    assert r.exit_code == 1 and "1/3" in r.output
+    spec = load_specs(config)["elliptic-2d"]
+    for seed in (1, 2):
+        store(results, *synthetic_record(spec, "pinn", 2, 5, seed, J=1e-3, l2=1e-2, seconds=1.0))
+    r = cli.invoke(app, base + ["--solver", "pinn"])
+    assert r.exit_code == 0, r.output
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    config, results = _archive(tmp_path)
+    for args in (["--solver", "nope"], ["--iterations", "0"], ["no-such-experiment"]):
+        r = cli.invoke(app, ["status", *args, "--config", str(config), "--results", str(results)])
+        assert r.exit_code == 2, (args, r.output)
+        assert r.output.count("\n") == 1 and r.output.startswith("lysep: error:"), r.output
