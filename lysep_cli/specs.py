@@ -219,13 +219,14 @@ def default_config() -> Path:
 
 
 def select_experiments(specs: dict[str, ExperimentSpec], names: list[str] | None) -> list[ExperimentSpec]:
-    """The named experiments (all when ``names`` is empty), SpecError for an unknown name."""
+    """The named experiments, each once in the order first named (all when ``names`` is empty); SpecError
+    for an unknown name."""
     if not names:
         return list(specs.values())
     unknown = [n for n in names if n not in specs]
     if unknown:
         raise SpecError(f"unknown experiment {unknown[0]!r} (choose from {', '.join(specs)})")
-    return [specs[n] for n in names]
+    return [specs[n] for n in dict.fromkeys(names)]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -87,3 +87,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         r = cli.invoke(app, ["status", *args, "--config", str(config), "--results", str(results)])
         assert r.exit_code == 2, (args, r.output)
         assert r.output.count("\n") == 1 and r.output.startswith("lysep: error:"), r.output
+
+
+def test_an_experiment_named_twice_is_counted_once(tmp_path):
+    config, results = _archive(tmp_path)
+    args = ["--config", str(config), "--results", str(results), "--solver", "pinn"]
+    once = cli.invoke(app, ["status", "elliptic-2d", *args])
+    twice = cli.invoke(app, ["status", "elliptic-2d", "elliptic-2d", *args])
+    assert twice.exit_code == 0 and twice.output == once.output
+    assert "finished runs: 4," in twice.output
