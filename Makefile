@@ -8,6 +8,8 @@
 #                         RESULTS=DIR reruns everything into DIR instead
 #   make depth            the depth study (docs/lysep-depth.md): elliptic-2d-depth, elliptic-10d-depth with
 #                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
+#   make docs             regenerate the generated parts of README.md and docs/results.md (the blocks between
+#                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
@@ -40,7 +42,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: install test reproduce reproduce-quick runs outputs depth depth-outputs
+.PHONY: install test reproduce reproduce-quick runs outputs depth depth-outputs docs
 
 install: $(VENV)/.installed
 
@@ -98,3 +100,6 @@ depth-outputs:
 	    $(LYSEP) study depth $$e $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e-study.md || exit $$?; \
 	  else echo "$$e: no runs under $(RESULTS)/ yet"; fi; \
 	done
+
+docs: install
+	$(BIN)/python docs/refresh.py --results $(RESULTS)

@@ -422,6 +422,7 @@ def status(
         None, help="default: the paper's experiments and every other one with records"),
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
     check: bool = typer.Option(False, "--check", metavar="", help="exit 1 when a listed run is missing"),
+    summary: bool = typer.Option(False, "--summary", metavar="", help="the totals only, not the table"),
     out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
@@ -447,7 +448,7 @@ def status(
     if not cells:
         _nothing_to_show(results, chosen, sel)
     paper = {s.name for s in chosen if s.table is not None}
-    _emit(render_status(cells, sel.iterations, str(results), paper), out)
+    _emit(render_status(cells, sel.iterations, str(results), paper, summary), out)
     if check and any(c.missing for c in cells):
         raise typer.Exit(1)
 

@@ -111,8 +111,10 @@ def _hours(seconds: float) -> str:
     return "–" if not math.isfinite(seconds) else f"{seconds / 3600:.2f}"
 
 
-def render_status(cells: list[CellStatus], iterations: dict[str, int], results: str, paper: set[str]) -> str:
-    """Markdown: one row per cell, then the totals (runs, hours, what is left) and the machines.
+def render_status(cells: list[CellStatus], iterations: dict[str, int], results: str, paper: set[str],
+                  summary: bool = False) -> str:
+    """Markdown: one row per cell, then the totals (runs, hours, what is left) and the machines; the
+    totals alone with ``summary``.
 
     ``paper``: the experiments with a paper table (their PINN/LySep cells are the paper's pairs).
     """
@@ -135,12 +137,14 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
     missing = sum(len(c.missing) for c in cells)
     guessed = [c for c in cells if c.missing and not c.done]
     left = sum(c.estimate_left for c in cells if c.missing and c.done)
-    lines += [""]
+    lines = [] if summary else lines + [""]
     if pairs:
         lines.append(f"- paper's (cell, solver) pairs complete: {sum(c.complete for c in pairs)} of {len(pairs)}")
+    n_cpu = sum(c.n_cpu for c in cells)
     lines.append(f"- finished runs: {done_runs}, {_hours(sum(c.seconds for c in cells))} run-hours (wall time of "
-                 f"each solve, summed); CPU time recorded for {sum(c.n_cpu for c in cells)} of them: "
-                 f"{_hours(sum(c.cpu_seconds for c in cells))} CPU-hours")
+                 "each solve, summed); " + (f"CPU time recorded for {n_cpu} of them: "
+                                            f"{_hours(sum(c.cpu_seconds for c in cells))} CPU-hours"
+                                            if n_cpu else "none recorded its CPU time"))
     text = f"- missing runs: {missing}"
     if missing:
         text += (f"; about {_hours(left)} run-hours at the pace of each cell's finished seeds"

@@ -96,3 +96,11 @@ def test_an_experiment_named_twice_is_counted_once(tmp_path):
     twice = cli.invoke(app, ["status", "elliptic-2d", "elliptic-2d", *args])
     assert twice.exit_code == 0 and twice.output == once.output
     assert "finished runs: 4," in twice.output
+
+
+def test_summary_is_the_totals_alone(tmp_path):
+    config, results = _archive(tmp_path)
+    args = ["status", "elliptic-2d", "--config", str(config), "--results", str(results)]
+    full, summary = cli.invoke(app, args).output, cli.invoke(app, [*args, "--summary"]).output
+    assert summary.startswith("- paper's (cell, solver) pairs complete: 1 of 4")
+    assert "|" not in summary and full.endswith(summary)

@@ -1,0 +1,33 @@
+"""docs/refresh.py: the blocks between markers are replaced by their command's output, nothing else."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("docs_refresh", ROOT / "docs" / "refresh.py")
+refresh_mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(refresh_mod)
+
+
+def test_blocks_get_their_commands_output_and_the_prose_stays():
+    text = ("intro\n<!-- BEGIN lysep table e1 -->\nold 1\n<!-- END lysep -->\nmiddle\n"
+            "<!-- BEGIN lysep compare --headline e1 e2 -->\nold\n2\n<!-- END lysep -->\nend\n")
+    calls = []
+
+    def run(args):
+        calls.append(args)
+        return f"new {' '.join(args)}\n\n"
+
+    out = refresh_mod.refresh(text, run)
+    assert calls == [["table", "e1"], ["compare", "--headline", "e1", "e2"]]
+    assert out == ("intro\n<!-- BEGIN lysep table e1 -->\nnew table e1\n<!-- END lysep -->\nmiddle\n"
+                   "<!-- BEGIN lysep compare --headline e1 e2 -->\nnew compare --headline e1 e2\n"
+                   "<!-- END lysep -->\nend\n")
+    assert refresh_mod.refresh(out, run) == out  # idempotent
+
+
+def test_the_committed_docs_have_their_generated_blocks():
+    for name, n in (("README.md", 1), ("docs/results.md", 5)):
+        assert len(refresh_mod.BLOCK.findall((ROOT / name).read_text())) == n, name
