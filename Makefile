@@ -8,7 +8,7 @@
 #                         RESULTS=DIR reruns everything into DIR instead
 #   make depth            the depth study (docs/lysep-depth.md): elliptic-2d-depth, elliptic-10d-depth with
 #                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
-#   make docs             regenerate the generated parts of README.md and docs/results.md (the blocks between
+#   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
