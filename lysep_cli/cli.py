@@ -14,6 +14,7 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -80,6 +81,17 @@ RESULTS_HELP = "results directory"
 ITERATIONS_SHOW_HELP = "show runs made with this many iterations (default: the spec's)"
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _path(value: Any) -> Path:
+    """The value of a path option: an empty one is bad input (``Path("")`` would silently mean ".")."""
+    if isinstance(value, Path):  # a default
+        return value
+    if str(value) == "":
+        raise typer.BadParameter("empty path")
+    if "\x00" in str(value):
+        raise typer.BadParameter("embedded null byte")
+    return Path(value)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -162,7 +174,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 @app.command("list", cls=_Command)
-def list_(config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP)) -> None:
+def list_(config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP)) -> None:
     """Print the experiments and their settings."""
     try:
         all_specs = _load(config)
@@ -196,12 +208,12 @@ def run(
                                help="redo runs whose record exists, and replace records made with other "
                                     "iterations or settings"),
     jobs: int = typer.Option(1, "--jobs", help="worker processes"),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", help="dask scheduler tcp://HOST:PORT, local, local:N or none "
         "(default: $LYSEP_SCHEDULER); one task per run, see docs/cluster.md"),
-    scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file",
+    scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file", parser=_path,
                                                   help="dask scheduler file (JSON with the address)"),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to reach the scheduler"),
 ) -> None:
@@ -216,8 +228,8 @@ def run(
         specs.check_sizes(spec, solvers, size_list)
         _positive(iterations, "--iterations")
         _positive(jobs, "--jobs")
-        if connect_timeout <= 0:
-            raise SpecError(f"--connect-timeout must be > 0, got {connect_timeout:g}")
+        if not 0 < connect_timeout < math.inf:
+            raise SpecError(f"--connect-timeout must be a finite number > 0, got {connect_timeout:g}")
         target = cluster.resolve_target(scheduler, scheduler_file)
         paths.writable_dir(results, "--results")
     except (SpecError, cluster.ClusterError) as exc:
@@ -309,12 +321,12 @@ def _report_specs(config: Optional[Path], experiments: Optional[list[str]], resu
 def table(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
     fmt: str = typer.Option("markdown", "--format", help="latex | markdown"),
-    out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
     standalone: bool = typer.Option(False, "--standalone", metavar="",
                                     help="LaTeX: a complete compilable document"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """The paper's tables (rows (L,M) x model) from the run records, with the published numbers."""
     from . import tables
@@ -336,12 +348,12 @@ def table(
 def compare(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
     fmt: str = typer.Option("markdown", "--format", help="markdown | latex"),
-    out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
     headline: bool = typer.Option(False, "--headline", metavar="",
                                   help="one Markdown row per paper table (ratio ranges, verdicts) instead"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """Our numbers beside the published ones, cell by cell, with ratios and a summary."""
     from .compare import render_comparison, render_headline
@@ -372,8 +384,8 @@ def verify(
                                   help="the K runs with the smallest recorded time instead of a random sample"),
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
-    results: Path = typer.Option(Path("results/paper"), "--results", help="archive to check"),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results/paper"), "--results", parser=_path, help="archive to check"),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """Rerun archived runs and check their numbers: bit-identical here, else within 1e-9 relative."""
     from . import verify as verifier
@@ -423,10 +435,10 @@ def status(
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
     check: bool = typer.Option(False, "--check", metavar="", help="exit 1 when a listed run is missing"),
     summary: bool = typer.Option(False, "--summary", metavar="", help="the totals only, not the table"),
-    out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
     from .status import archive_status, render_status
@@ -457,10 +469,11 @@ def status(
 @_guarded("figures written so far are complete, the one in progress left no file")
 def plot(
     experiment: str = typer.Argument(..., help="experiment name"),
-    out: Optional[Path] = typer.Option(None, "--out", help="output directory (default: under results)"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=_path,
+                                       help="output directory (default: under results)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """The paper's figures for EXPERIMENT (PNG and PDF)."""
     try:
@@ -494,9 +507,10 @@ def study_step_size(
     seeds: Optional[str] = typer.Option("0-4", "--seeds", help="e.g. 0-4"),
     taus: str = typer.Option("0,1e-10,1e-8,1e-6,1e-4,1e-2,1", "--taus", help="fixed step sizes, comma-separated"),
     iterations: int = typer.Option(200, "--iterations", help="sweeps per run"),
-    out: Optional[Path] = typer.Option(None, "--out", help="default: results/<experiment>/study-step-size"),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", parser=_path,
+                                       help="default: results/<experiment>/study-step-size"),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """LySep's final J and l2 against a fixed tau (tau = 0: closed-form updates only) and per-block backtracking."""
     try:
@@ -535,10 +549,10 @@ def study_step_size(
 @_guarded("nothing written")
 def study_depth(
     experiment: str = typer.Argument(..., help="experiment name, e.g. elliptic-10d-depth"),
-    out: Optional[Path] = typer.Option(None, "--out", help="write here instead of stdout"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
-    results: Path = typer.Option(Path("results"), "--results", help=RESULTS_HELP),
-    config: Optional[Path] = typer.Option(None, "--config", help=CONFIG_HELP),
+    results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
+    config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """What depth does, from the archived runs: J, l2, J after the first output solve, hidden-layer movement
     per layer, seconds per iteration, bound violations (nothing is rerun)."""

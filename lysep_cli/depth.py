@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import network, records
 from .problems import make_problem
-from .reporting import display_name, sci, solver_key
+from .reporting import bound_violations, display_name, finite_number, sci, solver_key
 from .runrecord import RunRecord
 from .specs import ExperimentSpec
 
@@ -30,8 +31,8 @@ def hidden_moves(rec: RunRecord, results_dir: str | Path, n_in: int) -> list[flo
             for (W, _), (W0, _) in zip(trained[:-1], start[:-1])]
 
 
-def _median(values: list[float]) -> float:
-    good = [v for v in values if v is not None and math.isfinite(v)]
+def _median(values: list[Any]) -> float:
+    good = [x for x in map(finite_number, values) if x is not None]
     return float(np.median(good)) if good else float("nan")
 
 
@@ -60,7 +61,7 @@ def depth_summary(recs: list[RunRecord], spec: ExperimentSpec, results_dir: str 
             "J1_median": _median([r.diagnostics.get("J_after_first_W3_solve", float("nan")) for r in ok]),
             "moves": [float(np.median(moves[:, l])) for l in range(L - 1)] if len(ok) else [],
             "seconds_per_iteration": _median([r.seconds / max(1, r.iterations_done) for r in ok]),
-            "violations": (sum(int((r.bound or {}).get("violations", 0)) for r in rs)
+            "violations": (sum(bound_violations(r.bound) for r in rs)
                            if any(r.bound for r in rs) else None),
         })
     return pd.DataFrame(rows)

@@ -60,6 +60,8 @@ def writable_file(path: Path, option: str) -> Path:
         raise SpecError(f"{option}: empty path")
     if path.is_dir():
         raise SpecError(f"{option} {path}: is a directory (give a file name)")
+    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: the atomic write would replace it
+        raise SpecError(f"{option} {path}: exists and is not a regular file")
     writable_dir(path.parent, option)
     if path.exists() and not os.access(path, os.W_OK):
         raise SpecError(f"{option} {path}: no permission to write")

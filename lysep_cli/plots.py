@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from .atomic import write_bytes  # noqa: E402
-from .reporting import display_name, solver_key  # noqa: E402
+from .reporting import bound_violations, display_name, finite_number, solver_key  # noqa: E402
 from .runrecord import RunRecord  # noqa: E402
 
 #: colours per solver; solvers not listed take the next free colour of EXTRA_COLOURS
@@ -161,18 +161,17 @@ def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, s
     for (L, M), ax in panels.items():
         factors, violated, checked = set(), 0, 0
         for r in (r for r in recs if (r.L, r.M) == (L, M)):
-            v = (r.bound or {}).get("violations")
-            if v is not None:
+            if (r.bound or {}).get("violations") is not None:
                 checked += 1
-                violated += int(v > 0)
+                violated += int(bound_violations(r.bound) > 0)
             h = r.history
             J, JS = _series(h.get("J")), _series(h.get("J_S"))
             if J is not None and JS is not None:
                 n = min(J.size, JS.size)
                 ax.plot(np.arange(n), J[:n] / JS[:n], color=J_COLOUR, alpha=0.75)
-            f = (r.bound or {}).get("factor")
-            if f is not None and np.isfinite(f) and f > 0:
-                factors.add(float(f))
+            f = finite_number((r.bound or {}).get("factor"))
+            if f is not None and f > 0:
+                factors.add(f)
         handles = [Line2D([], [], color=J_COLOUR)]
         labels = ["$J / J_S$ (each seed)"]
         for f in sorted(factors):

@@ -139,9 +139,15 @@ def read_record(json_path: str | Path) -> RunRecord:
         obj = json.loads(text)
     except ValueError as exc:
         raise RecordError(f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise RecordError("not valid JSON (nested too deeply)") from None
     record = RunRecord.from_json(obj)
     expected_json, npz_path = record_paths(json_path.parent.parent.parent.parent, *record.cell)
-    if expected_json.resolve() != json_path.resolve():
+    try:
+        elsewhere = expected_json.resolve() != json_path.resolve()
+    except (OSError, ValueError):  # a name the OS refuses (a NUL byte, ...): not where it was found
+        elsewhere = True
+    if elsewhere:
         raise RecordError(f"record of {record.cell} found at another place")
     try:
         data = npz_path.read_bytes()

@@ -237,11 +237,25 @@ def aggregate(records: list[RunRecord]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # The summary of a sweep.
 
-def _violations(bound: Any) -> int:
+def finite_number(value: Any) -> float | None:
+    """``value`` as a float when it is a finite number, else None (a record's free-form ``bound`` and
+    ``diagnostics`` may hold anything)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def bound_violations(bound: Any) -> int:
+    """Violations of LySep's bound check that a record's ``bound`` counts (0 where it holds no count)."""
     v = bound.get("violations") if isinstance(bound, dict) else None
     if isinstance(v, list):
         return len(v)
-    return int(v) if isinstance(v, (int, float)) else 0
+    x = finite_number(v)
+    return int(x) if x is not None else 0
 
 
 def summary_lines(recs: list[RunRecord]) -> list[str]:
@@ -263,11 +277,11 @@ def summary_lines(recs: list[RunRecord]) -> list[str]:
         lines.append(text)
     bounded = [r for r in recs if r.bound]
     if bounded:
-        bad = [r for r in bounded if _violations(r.bound) > 0]
-        total = sum(_violations(r.bound) for r in bounded)
-        factors = sorted({r.bound.get("factor") for r in bounded if r.bound and r.bound.get("factor") is not None})
+        bad = [r for r in bounded if bound_violations(r.bound) > 0]
+        total = sum(bound_violations(r.bound) for r in bounded)
+        factors = sorted({f for f in (finite_number(r.bound.get("factor")) for r in bounded) if f is not None})
         lines.append(f"bound J <= factor * J_S (factor {', '.join(f'{f:g}' for f in factors) or '?'}): "
                      f"violated in {len(bad)} of {len(bounded)} runs ({total} violations in total)")
         for r in bad:
-            lines.append(f"  violation: {r.solver} L{r.L}-M{r.M} seed {r.seed}: {_violations(r.bound)}")
+            lines.append(f"  violation: {r.solver} L{r.L}-M{r.M} seed {r.seed}: {bound_violations(r.bound)}")
     return lines

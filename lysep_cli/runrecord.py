@@ -208,7 +208,16 @@ def describe_difference(record: RunRecord, want: Expected) -> str:
 
 
 def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A JSON number that is a float (an integer beyond the float range, 1e400 written out, is not)."""
+    if isinstance(x, float):
+        return True
+    if not isinstance(x, int) or isinstance(x, bool):
+        return False
+    try:
+        float(x)
+    except OverflowError:
+        return False
+    return True
 
 
 class _Validator:

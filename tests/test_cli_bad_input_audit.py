@@ -1,0 +1,175 @@
+"""Bad input found by an audit of every command: one ``lysep: error:`` line and exit 2 (or a damaged run
+record named in a warning and not counted), never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.cli import app
+from lysep_cli.cluster import ClusterError, parse_address
+
+from foundation_helpers import TINY_YAML, files_under, write_tiny
+
+cli = CliRunner()
+
+LYSEP_YAML = TINY_YAML.replace("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n",
+                               "      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n"
+                               "      lysep: {step_rule: backtracking, tau: 1.0e-8}\n", 1)
+
+
+def _one_error_line(result, code: int = 2) -> str:
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lysep: error:"), result.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A tiny results directory: PINN and LySep, (3,6), seed 0, the spec's 5 iterations."""
+    root = tmp_path_factory.mktemp("archive")
+    config = write_tiny(root, LYSEP_YAML)
+    results = root / "results"
+    done = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn,lysep", "--sizes", "3x6", "--seeds", "0",
+                            "--config", str(config), "--results", str(results)])
+    assert done.exit_code == 0, done.output
+    return config, results
+
+
+def _damaged(archive, tmp_path, solver: str, edit) -> list[str]:
+    """A copy of the archive whose ``solver`` record was edited by ``edit`` (its JSON text -> new text);
+    the options that point a command at it."""
+    config, results = archive
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    path = copy / "elliptic-2d" / solver / "L3-M6" / "seed-0.json"
+    path.write_text(edit(path.read_text()))
+    return ["--config", str(config), "--results", str(copy)]
+
+
+def _edit_json(change):
+    def edit(text: str) -> str:
+        obj = json.loads(text)
+        change(obj)
+        return json.dumps(obj)
+    return edit
+
+
+# ---------------------------------------------------------------------------------------------
+# Empty path options: Path("") is ".", so `--results ""` used to run into (or read) the current directory.
+
+@pytest.mark.parametrize("args", [
+    ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0", "--iterations", "1",
+     "--results", ""],
+    ["table", "--results", ""],
+    ["plot", "elliptic-2d", "--out", ""],
+    ["study", "step-size", "elliptic-2d", "--sizes", "3x6", "--seeds", "0", "--taus", "0", "--iterations", "1",
+     "--out", ""],
+    ["list", "--config", ""],
+])
+def test_empty_path_option_is_bad_input(tmp_path, monkeypatch, args):
+    config = write_tiny(tmp_path, LYSEP_YAML)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    extra = [] if "--config" in args else ["--config", str(config)]
+    line = _one_error_line(cli.invoke(app, args + extra))
+    assert "empty path" in line
+    assert files_under(work) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# --connect-timeout nan / inf reached dask, which raised KeyError (a traceback).
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_non_finite_connect_timeout(tmp_path, value):
+    config = write_tiny(tmp_path)
+    results = tmp_path / "results"
+    result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
+                              "--scheduler", "tcp://127.0.0.1:1", "--connect-timeout", value,
+                              "--config", str(config), "--results", str(results)])
+    assert "--connect-timeout" in _one_error_line(result)
+    assert not results.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# --scheduler local:² passed str.isdigit() and then int() raised ValueError (a traceback).
+
+def test_scheduler_local_superscript_digit(tmp_path):
+    with pytest.raises(ClusterError):
+        parse_address("local:²")
+    config = write_tiny(tmp_path)
+    results = tmp_path / "results"
+    result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
+                              "--scheduler", "local:²", "--config", str(config), "--results", str(results)])
+    assert "local:N" in _one_error_line(result)
+    assert not results.exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# --out naming an existing file that is not a regular one: the atomic write would replace it (as root,
+# `--out /dev/stdout` replaced the /dev/stdout link with a file).
+
+def test_out_not_a_regular_file(archive, tmp_path):
+    config, results = archive
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    result = cli.invoke(app, ["table", "--out", str(fifo), "--config", str(config), "--results", str(results)])
+    assert "not a regular file" in _one_error_line(result)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+# ---------------------------------------------------------------------------------------------
+# Damaged run records: named in one warning each and not counted, never a traceback.
+
+DAMAGED = {
+    "nested too deeply": lambda text: "[" * 100_000,
+    "seconds beyond float": _edit_json(lambda o: o.update(seconds=10 ** 400)),
+    "history beyond float": _edit_json(lambda o: o["history"]["J"].__setitem__(0, 10 ** 400)),
+    "final J beyond float": _edit_json(lambda o: o["final"].update(J=10 ** 400)),
+    "NUL byte in the experiment": _edit_json(lambda o: o.update(experiment="elliptic\x002d")),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+@pytest.mark.parametrize("command", [["table"], ["compare"], ["study", "depth", "elliptic-2d"]])
+def test_damaged_record_is_a_warning(archive, tmp_path, damage, command):
+    base = _damaged(archive, tmp_path, "pinn", DAMAGED[damage])
+    result = cli.invoke(app, command + base)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if "invalid run record" in line]
+    assert len(warnings) == 1 and "seed-0.json" in warnings[0]
+    assert "LySep" in result.stdout  # the valid record is still shown
+
+
+# ---------------------------------------------------------------------------------------------
+# A record's free-form `bound` / `diagnostics` holding something else than numbers (a hand edit): depth,
+# plot and the run summary read them without a traceback.
+
+@pytest.mark.parametrize("bound", [{"violations": "x", "factor": "y"}, {"violations": [1, 2], "factor": [2]},
+                                   {"violations": None, "factor": None}, {"violations": 10 ** 400}])
+def test_odd_bound_values(archive, tmp_path, bound):
+    base = _damaged(archive, tmp_path, "lysep", _edit_json(lambda o: o.update(bound=bound)))
+    depth = cli.invoke(app, ["study", "depth", "elliptic-2d"] + base)
+    assert depth.exit_code == 0 and depth.exception is None, depth.output
+    plot = cli.invoke(app, ["plot", "elliptic-2d", "--out", str(tmp_path / "figures")] + base)
+    assert plot.exit_code == 0 and plot.exception is None, plot.output
+    rerun = cli.invoke(app, ["run", "elliptic-2d", "--solver", "lysep", "--sizes", "3x6", "--seeds", "0"] + base)
+    assert rerun.exit_code == 0 and rerun.exception is None, rerun.output
+    assert "1 skipped" in rerun.stderr
+
+
+def test_odd_diagnostics_value_in_depth(archive, tmp_path):
+    base = _damaged(archive, tmp_path, "lysep",
+                    _edit_json(lambda o: o["diagnostics"].update(J_after_first_W3_solve="x")))
+    result = cli.invoke(app, ["study", "depth", "elliptic-2d"] + base)
+    assert result.exit_code == 0 and result.exception is None, result.output
+    assert "| (3,6) | LySep |" in result.stdout
