@@ -67,6 +67,9 @@ class RichReporter(Reporter):
         if final.l2 is not None:
             text += f"  l2 {final.l2:.3e}"
         text += f"  ({record.seconds:.1f} s)"
+        resumed = record.diagnostics.get("resumed_at_sweeps")
+        if resumed:
+            text += f"  resumed from a checkpoint at sweep {', '.join(str(k) for k in resumed)}"
         self.progress.console.print(text, highlight=False, markup=record.status == "diverged")
         self.progress.advance(self.task)
         self._draw(force=True)

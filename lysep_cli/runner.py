@@ -12,6 +12,7 @@ depend only on (spec, solver, L, M, seed, iterations) and are bit-identical acro
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing as mp
 import os
 import queue as queue_mod
@@ -26,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
+from . import checkpoint as checkpoints
 from . import network, records, workers
 from .blas_pin import cpu_model
 from .dataset import experiment_data
@@ -68,12 +70,27 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def _checkpoint(spec: ExperimentSpec, key: RunKey, iterations: int, results_dir: Path,
+                data_sha: str) -> checkpoints.Checkpoint | None:
+    """The run's checkpoint under ``results_dir`` when its solver takes one (LySep) and they are on."""
+    every = checkpoints.interval()
+    if every is None or "checkpoint" not in inspect.signature(solver_def(key.solver).solve).parameters:
+        return None
+    fingerprint = {"run": [spec.name, key.solver, key.L, key.M, key.seed, iterations], "data": data_sha,
+                   "settings": jsonable(spec.solvers[key.solver].to_dict()), "blas": _versions().get("blas_core")}
+    path = checkpoints.checkpoint_path(results_dir, spec.name, key.solver, key.L, key.M, key.seed)
+    return checkpoints.Checkpoint(path, fingerprint, every)
+
+
 def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
-            progress: Callable[[int, float], None] | None = None) -> tuple[RunRecord, Params]:
+            progress: Callable[[int, float], None] | None = None,
+            results_dir: Path | None = None) -> tuple[RunRecord, Params]:
     """Train one network and build its record; returns (record, trained params).
 
     A solver raising FloatingPointError, or returning a network whose J or l2 error is not finite, gives
     a "diverged" record.  KeyboardInterrupt raised by ``progress`` propagates (nothing is returned).
+    With ``results_dir``, a solver that takes a checkpoint (LySep) resumes from the run's checkpoint there
+    and saves one as it goes (lysep_cli/checkpoint.py); the caller removes it once the record is written.
     """
     tune_malloc()
     data = experiment_data(spec)
@@ -81,14 +98,20 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
     settings = spec.solvers[key.solver]
     solve = solver_def(key.solver).solve
     params0 = network.init_params(problem.n_in, key.L, key.M, key.seed)
+    ckpt = None if results_dir is None else _checkpoint(spec, key, iterations, results_dir, data.sha256)
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         try:
-            result = solve(problem, train, params0, settings, iterations, progress)
+            if ckpt is None:
+                result = solve(problem, train, params0, settings, iterations, progress)
+            else:
+                result = solve(problem, train, params0, settings, iterations, progress, checkpoint=ckpt)
         except FloatingPointError as exc:
             J0 = network.pinn_loss(params0, train.Z, train.coef, train.Y)
             result = diverged(copy_params(params0), {"J": [J0]}, 0, f"FloatingPointError: {exc}")
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        wall_before, cpu_before = result.diagnostics.get("seconds_before_resume", (0.0, 0.0))
+        seconds, cpu_seconds = seconds + wall_before, cpu_seconds + cpu_before  # a resumed run: all its parts
         J = network.pinn_loss(result.params, train.Z, train.coef, train.Y)
         l2 = relative_l2(problem, result.params, Z_test=data.Z_test)
 
@@ -204,7 +227,8 @@ def _error(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def _worker_run(spec: ExperimentSpec, key: RunKey, iterations: int) -> tuple[RunRecord, Params]:
+def _worker_run(spec: ExperimentSpec, key: RunKey, iterations: int,
+                results_dir: Path | None = None) -> tuple[RunRecord, Params]:
     last = [0.0]
 
     def progress(k: int, value: float) -> None:
@@ -213,7 +237,7 @@ def _worker_run(spec: ExperimentSpec, key: RunKey, iterations: int) -> tuple[Run
             last[0] = now
             workers.report((key, k, float(value)))
 
-    return execute(spec, key, iterations, progress)
+    return execute(spec, key, iterations, progress, results_dir)
 
 
 def _finish(sweep: Sweep, key: RunKey, record: RunRecord, params: Params, results_dir: Path,
@@ -224,6 +248,8 @@ def _finish(sweep: Sweep, key: RunKey, record: RunRecord, params: Params, result
         sweep.failed.append((key, _error(exc)))
         reporter.failed(key, sweep.failed[-1][1])
         return
+    checkpoints.checkpoint_path(results_dir, record.experiment, key.solver, key.L, key.M, key.seed).unlink(
+        missing_ok=True)  # the record holds it all now
     sweep.done.append(record)
     reporter.done(key, record)
 
@@ -233,7 +259,8 @@ def _run_sequential(spec: ExperimentSpec, keys: list[RunKey], iterations: int, r
     for key in keys:
         reporter.begin(key)
         try:
-            record, params = execute(spec, key, iterations, lambda k, v, key=key: reporter.loss(key, k, v))
+            record, params = execute(spec, key, iterations, lambda k, v, key=key: reporter.loss(key, k, v),
+                                     results_dir)
         except Exception as exc:
             sweep.failed.append((key, _error(exc)))
             reporter.failed(key, sweep.failed[-1][1])
@@ -251,7 +278,7 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
     order = {key: i for i, key in enumerate(keys)}
     try:
         for key in keys:
-            futures[pool.submit(_worker_run, spec, key, iterations)] = key
+            futures[pool.submit(_worker_run, spec, key, iterations, results_dir)] = key
         pending = set(futures)
         started: set[RunKey] = set()
         while pending:

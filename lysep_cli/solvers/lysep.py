@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..activation import SIGMA
+from ..checkpoint import Checkpoint
 from ..network import Params, pinn_loss
 from ..problems import Problem
 from .base import Progress, SolveResult, TrainingData
@@ -107,6 +108,29 @@ class LySepIteration:
         self.last_cond = float("nan")
         self.accepted_steps = {b: 0 for b in self.blocks}
 
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The iteration's state between sweeps: (JSON-able values, arrays of the variables)."""
+        meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
+                "tau": {b: r.tau for b, r in self.rules.items()},
+                "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
+        return meta, {f"v_{k}": np.asarray(v) for k, v in self.st.v.items()}
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Back to a :meth:`snapshot`.  The residuals, weights and caches are recomputed from the variables:
+        each is a function of the variables alone, so they come out as the run had them, bit for bit
+        (not so with the line models, whose residuals are updated incrementally: no snapshot then)."""
+        v: dict[str, Any] = {}
+        for key, a in arrays.items():
+            if key.startswith("v_"):
+                name = key[2:]
+                v[name] = float(a) if name in meta["scalars"] else np.ascontiguousarray(a)
+        self.st = LySepState(self.L, v, self.data.plan)
+        self.terms = compute_terms(self.st, self.data)
+        self.J_S, self.last_cond = float(meta["J_S"]), float(meta["last_cond"])
+        self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
+        for b, tau in meta["tau"].items():
+            self.rules[b].tau = float(tau)
+
     def _set(self, block: str, value: Any) -> None:
         self.st = self.st.with_(**{block: value})
         self.terms = update_terms(self.terms, block, self.st, self.data)
@@ -169,11 +193,13 @@ def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
 
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
-          iterations: int, progress: Progress | None = None) -> SolveResult:
+          iterations: int, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> SolveResult:
     """Run Algorithm 1 (elliptic), 2 (parabolic) or 3 (hyperbolic) for ``iterations`` sweeps.
 
     history: "J_S" and "J" (PINN loss of the current W_l, b_l), iterations + 1 entries each
     (the initial values first).  bound: the Theorem 2.1/3.1/3.3 check of every iteration.
+    checkpoint: resume from it when it holds this run's state, and save to it as it comes due
+    (lysep_cli/checkpoint.py); the result is the uninterrupted run's, bit for bit.
     """
     s = Settings.coerce(settings)
     ld = LySepData.build(data.Z, data.coef, data.Y)
@@ -182,30 +208,47 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     factor = bound_factor(problem.pde, problem.d) * C
     it = LySepIteration(params0, ld, s, s.step_rules(gradient_blocks(L)))
     J0 = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
+    # Everything the loop carries from one sweep to the next (a checkpoint saves it with the variables).
+    loop: dict[str, Any] = {"k": 0, "violations": 0, "worst_ratio": J0 / it.J_S if it.J_S > 0 else float("nan"),
+                            "first_violation": None, "J_first_solve": None, "cond_first": float("nan"),
+                            "seconds": 0.0, "resumed_at": []}
     hist_JS, hist_J = [it.J_S], [J0]
-    violations, worst_ratio = 0, J0 / it.J_S if it.J_S > 0 else float("nan")
-    first_violation: int | None = None
-    J_first_solve: float | None = None
-    cond_first = float("nan")
     status, diverged_at = ("ok", None) if np.isfinite(it.J_S) and np.isfinite(J0) else ("diverged", 0)
-    t0 = time.perf_counter()
-    for k in range(iterations if status == "ok" else 0):
+    if checkpoint is not None and it.use_lines:
+        checkpoint = None  # incrementally updated residuals are not a function of the variables alone
+    saved = checkpoint.load() if checkpoint is not None and status == "ok" else None
+    if saved is not None:
+        loop = saved["meta"]["loop"]
+        it.restore(saved["meta"]["iteration"], saved["arrays"])
+        hist_JS, hist_J = [float(x) for x in saved["arrays"]["hist_J_S"]], [float(x) for x in saved["arrays"]["hist_J"]]
+        loop["resumed_at"].append(loop["k"])
+    before = (loop["seconds"], loop.get("cpu_seconds", 0.0))  # spent by the runs this one resumes
+    t0, cpu0 = time.perf_counter() - before[0], time.process_time() - before[1]
+    for k in range(loop["k"], iterations if status == "ok" else 0):
         it.sweep(with_cond=k in (0, iterations - 1))
         J = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
         hist_JS.append(it.J_S)
         hist_J.append(J)
-        if J_first_solve is None:
-            J_first_solve, cond_first = J, it.last_cond  # the first W_3/b_3 solve ends the first sweep
+        if loop["J_first_solve"] is None:
+            loop["J_first_solve"], loop["cond_first"] = J, it.last_cond  # the first W_3/b_3 solve ends sweep 1
         if not (np.isfinite(it.J_S) and np.isfinite(J)):
             status, diverged_at = "diverged", k + 1
             break
         ratio = J / it.J_S if it.J_S > 0 else float("inf")
-        worst_ratio = max(worst_ratio, ratio)
+        loop["worst_ratio"] = max(loop["worst_ratio"], ratio)
         if J > factor * it.J_S:
-            violations += 1
-            first_violation = k + 1 if first_violation is None else first_violation
+            loop["violations"] += 1
+            loop["first_violation"] = k + 1 if loop["first_violation"] is None else loop["first_violation"]
+        loop["k"] = k + 1
+        if checkpoint is not None and loop["k"] < iterations and checkpoint.due():
+            loop["seconds"], loop["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - cpu0
+            meta, arrays = it.snapshot()
+            checkpoint.save({"loop": loop, "iteration": meta},
+                            {**arrays, "hist_J_S": np.array(hist_JS), "hist_J": np.array(hist_J)})
         if progress is not None:
             progress(k, J)
+    violations, worst_ratio, first_violation = loop["violations"], loop["worst_ratio"], loop["first_violation"]
+    J_first_solve, cond_first = loop["J_first_solve"], loop["cond_first"]
     seconds = time.perf_counter() - t0
     st = it.st
     moves = {}
@@ -224,6 +267,8 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
         "accepted_steps": it.accepted_steps,
         "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
         "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
+        **({"resumed_at_sweeps": loop["resumed_at"], "seconds_before_resume": list(before)}
+           if loop["resumed_at"] else {}),
     }
     message = "" if status == "ok" else f"non-finite J or J_S at iteration {diverged_at}"
     return SolveResult(st.params(), {"J": hist_J, "J_S": hist_JS}, status, message, diverged_at=diverged_at,
