@@ -8,7 +8,7 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 - 2: bad input (spec file, experiment name, selectors, settings, paths, scheduler address or file,
   records that would be overwritten without ``--force``): one line on stderr, nothing written.
 - 130 / 143: interrupted by Ctrl-C (SIGINT) / terminated by SIGTERM: finished runs kept, runs in flight
-  leave no file.
+  leave no record (a LySep run leaves its checkpoint, to resume from).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def list_(config: Optional[Path] = typer.Option(None, "--config", parser=_path, 
 
 
 @app.command(cls=_Command)
-@_guarded("finished runs kept, the runs in flight left no file; rerun the same command to resume")
+@_guarded("finished runs kept, the runs in flight left no record; rerun the same command to resume")
 def run(
     experiment: str = typer.Argument(..., help="experiment name (see `lysep list`)"),
     solver: Optional[str] = typer.Option(None, "--solver",
@@ -265,7 +265,7 @@ def run(
                                       cluster=session)
     except KeyboardInterrupt as exc:
         typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
-                   "flight left no file; rerun the same command to resume", err=True)
+                   "flight left no record (LySep: a checkpoint); rerun the same command to resume", err=True)
         raise typer.Exit(interrupts.exit_code(exc)) from None
     finally:
         if session is not None:
