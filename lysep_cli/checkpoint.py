@@ -102,3 +102,12 @@ def checkpoint_path(results_dir: str | Path, experiment: str, solver: str, L: in
     """Where the checkpoint of a run lives: beside its record, hidden (``.seed-<s>.ckpt.npz``)."""
     json_path, _ = records.record_paths(results_dir, experiment, solver, L, M, seed)
     return json_path.with_name(f".{json_path.stem}.ckpt.npz")
+
+
+def saved_sweeps(path: str | Path) -> int | None:
+    """How many sweeps the run in a checkpoint file had done (None: no file, or not readable)."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return int(json.loads(str(z[_META][()]))["state"]["loop"]["k"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -456,7 +456,7 @@ def status(
     sel = _selection(results, chosen, iterations)
     if not experiments:
         chosen = [s for s in chosen if s.table is not None or sel.of(s.name)]
-    cells = archive_status(sel, chosen, wanted)
+    cells = archive_status(sel, chosen, wanted, results)
     if not cells:
         _nothing_to_show(results, chosen, sel)
     paper = {s.name for s in chosen if s.table is not None}

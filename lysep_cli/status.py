@@ -14,6 +14,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from .checkpoint import checkpoint_path, saved_sweeps
 
 from .reporting import Selection, display_name, solver_key
 from .runrecord import RunRecord
@@ -37,6 +40,7 @@ class CellStatus:
     cpu_seconds: float = 0.0  # CPU seconds of the finished runs that recorded them, summed
     n_cpu: int = 0  # finished runs that recorded their CPU time
     machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
+    in_progress: dict[int, int] = field(default_factory=dict)  # missing seed -> sweeps its checkpoint holds
 
     @property
     def missing(self) -> list[int]:
@@ -54,11 +58,14 @@ class CellStatus:
         return len(self.missing) * self.seconds / len(self.done) if self.done else float("nan")
 
 
-def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None) -> list[CellStatus]:
-    """One :class:`CellStatus` per (experiment, solver, size) of ``chosen``, in table order.
+def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None,
+                   results_dir: str | Path | None = None) -> list[CellStatus]:
+    """One :class:`CellStatus` per (experiment, solver, size) of ``chosen``, in table order; with
+    ``results_dir``, the checkpoints of missing runs found there (how many sweeps they hold).
 
     Solvers listed: ``solvers`` when given (those the spec has), else the paper's pair for an experiment
-    with a paper table plus every solver with at least one matching record.
+    with a paper table plus every solver with at least one matching record (all of the spec's solvers
+    for an experiment with no record yet).
     """
     cells: list[CellStatus] = []
     for spec in chosen:
@@ -66,7 +73,7 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
         if solvers is not None:
             names = [s for s in spec.solvers if s in solvers]
         else:
-            present = {r.solver for r in recs}
+            present = {r.solver for r in recs} or set(spec.solvers)  # no record yet: all of its solvers
             names = [s for s in spec.solvers if s in present or (spec.table is not None and s in PAPER_SOLVERS)]
         by_cell: dict[tuple[str, int, int], list[RunRecord]] = {}
         for r in recs:
@@ -85,6 +92,11 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
                         cell.cpu_seconds += float(cpu)
                         cell.n_cpu += 1
                 cell.done.sort()
+                if results_dir is not None:
+                    for seed in cell.missing:
+                        k = saved_sweeps(checkpoint_path(results_dir, spec.name, solver, L, M, seed))
+                        if k is not None:
+                            cell.in_progress[seed] = k
                 cells.append(cell)
     return cells
 
@@ -105,6 +117,14 @@ def _seed_list(seeds: list[int]) -> str:
         parts.append(str(seeds[i]) if i == j else f"{seeds[i]}-{seeds[j]}")
         i = j + 1
     return ",".join(parts)
+
+
+def _missing_text(c: CellStatus) -> str:
+    """"3-9" and, for runs with a checkpoint, "(3 at sweep 1200)"."""
+    text = _seed_list(c.missing) or "–"
+    if c.in_progress:
+        text += " (" + ", ".join(f"{s} at sweep {k}" for s, k in sorted(c.in_progress.items())) + ")"
+    return text
 
 
 def _hours(seconds: float) -> str:
@@ -130,7 +150,7 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
             cpu = _hours(c.cpu_seconds) + ("" if c.n_cpu == len(c.done) else f" ({c.n_cpu} of {len(c.done)} runs)")
         lines.append(f"| {c.experiment} | " + ("" if one else f"{iterations[c.experiment]} | ")
                      + f"{display_name(c.solver)} | ({c.L},{c.M}) | {len(c.done)}/{len(c.expected)} "
-                     f"| {_seed_list(c.missing) or '–'} | {_hours(c.seconds) if c.done else '–'} | {cpu} "
+                     f"| {_missing_text(c)} | {_hours(c.seconds) if c.done else '–'} | {cpu} "
                      f"| {_hours(c.estimate_left) if c.missing else '–'} |")
     pairs = [c for c in cells if c.experiment in paper and c.solver in PAPER_SOLVERS]
     done_runs = sum(len(c.done) for c in cells)

@@ -14,7 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lysep_cli.checkpoint import Checkpoint, checkpoint_path
+from typer.testing import CliRunner
+
+from lysep_cli.checkpoint import Checkpoint, checkpoint_path, saved_sweeps
+from lysep_cli.cli import app
 from lysep_cli.network import init_params
 from lysep_cli.problems import make_problem
 from lysep_cli.sampling import train_test_points
@@ -118,6 +121,8 @@ def test_a_killed_lysep_run_resumes_from_its_checkpoint(tmp_path):
     proc.communicate(timeout=20)
     assert ckpt.exists(), "no checkpoint was written before the kill"
     assert not (killed / "tiny/lysep/L3-M6/seed-0.json").exists(), "the run finished before the kill"
+    status = CliRunner().invoke(app, ["status", "tiny", "--config", str(config), "--results", str(killed)])
+    assert f"| 0 (0 at sweep {saved_sweeps(ckpt)}) |" in status.output and saved_sweeps(ckpt) > 0
 
     again = lysep_run(config, killed, env)
     out, err = again.communicate(timeout=300)
