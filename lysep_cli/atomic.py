@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 _TMP = re.compile(r"^\.(?P<target>.+)\.(?P<pid>\d+)\.(?P<token>[0-9a-f]+)\.tmp$")
 _LEGACY_TMP = re.compile(r"^\..+\.tmp$")  # mkstemp names of earlier versions: no pid, always stale
@@ -68,6 +69,12 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
 
     Stale temporary files of the same target are removed first.
     """
+    return write_with(path, lambda fh: fh.write(data))
+
+
+def write_with(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Atomically write what ``write(fh)`` writes to the open binary file ``fh`` (a large object is
+    streamed to the temporary file, never held in memory twice); as :func:`write_bytes` otherwise."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for old in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
@@ -80,7 +87,7 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -17,7 +17,6 @@ checkpoint after every iteration, for tests; "off": none).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import time
@@ -84,11 +83,8 @@ class Checkpoint:
 
     def save(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """``meta``: JSON-able values; ``arrays``: named arrays (the solver's variables)."""
-        buf = io.BytesIO()
         payload = json.dumps({"fingerprint": self.fingerprint, "state": meta})
-        np.savez(buf, **arrays, **{_META: np.array(payload)})
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic.write_bytes(self.path, buf.getvalue())
+        atomic.write_with(self.path, lambda fh: np.savez(fh, **arrays, **{_META: np.array(payload)}))
         self._last = time.monotonic()
 
     def remove(self) -> None:
