@@ -91,7 +91,7 @@ experiments:
     sizes: [[3, 6]]
     n_train: 60
     n_test: 40
-    iterations: 200
+    iterations: 300
     seeds: [0]
     solvers:
       lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
@@ -115,8 +115,7 @@ def test_a_killed_lysep_run_resumes_from_its_checkpoint(tmp_path):
     ckpt = checkpoint_path(killed, "tiny", "lysep", 3, 6, 0)
     deadline = time.monotonic() + 60
     while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    time.sleep(0.2)
+        time.sleep(0.02)  # kill at the first checkpoint: far from the end of the run
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=20)
     assert ckpt.exists(), "no checkpoint was written before the kill"
