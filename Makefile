@@ -81,6 +81,7 @@ outputs:
 	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) || exit $$?; \
 	done
 	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, status.md, <experiment>/figures/"
+	@$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) --summary
 
 DEPTH_EXPERIMENTS := elliptic-2d-depth elliptic-10d-depth
 DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
