@@ -195,6 +195,26 @@ def list_(config: Optional[Path] = typer.Option(None, "--config", parser=_path, 
 # lysep run
 
 
+def _check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: int) -> None:
+    """SpecError when even the channels of one run (times ``jobs``, the runs at a time) exceed the memory
+    available: such a run could only fail, or swap the machine, after its data set was built."""
+    from .memory import available_bytes, channel_bytes
+
+    free = available_bytes()
+    if free is None:
+        return
+    n_in = spec.d + (spec.pde != "elliptic")
+    n_second = spec.d + (spec.pde == "hyperbolic")
+    L, M = max(size_list, key=lambda s: channel_bytes(n_in, n_second, s[0], s[1], spec.n_train))
+    need = channel_bytes(n_in, n_second, L, M, spec.n_train) * jobs
+    if need > free:
+        at_once = f" ({jobs} runs at a time)" if jobs > 1 else ""
+        size = lambda b: f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB"  # noqa: E731
+        raise SpecError(f"size {L}x{M}: a run needs at least {size(need)}{at_once} (its channels alone: "
+                        f"(1 + {n_in} + {n_second}) x {M} x {spec.n_train} doubles per hidden layer), "
+                        f"this machine has {size(free)} available")
+
+
 @app.command(cls=_Command)
 @_guarded("finished runs kept, the runs in flight left no record; rerun the same command to resume")
 def run(
@@ -236,6 +256,11 @@ def run(
         _fail(str(exc))
     its = iterations if iterations is not None else spec.iterations
     plan = runner.plan_runs(spec, solvers, size_list, seed_list, its, results, force)
+    if target is None and plan.todo:  # (on a cluster, the workers' memory is theirs to judge)
+        try:
+            _check_memory(spec, sorted({(k.L, k.M) for k in plan.todo}), min(jobs, len(plan.todo)))
+        except SpecError as exc:
+            _fail(str(exc))
     if plan.conflicts and not force:
         _, path, why = plan.conflicts[0]
         _fail(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, settings or "

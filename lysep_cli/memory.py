@@ -35,3 +35,22 @@ def tune_malloc() -> bool:
         return bool(ok)
     except (OSError, AttributeError):  # musl or another libc: leave its defaults
         return False
+
+
+def channel_bytes(n_in: int, n_second: int, L: int, M: int, N: int) -> int:
+    """Bytes of the channels (a, d_j, the second-derivative channels) of the L-1 hidden layers on N points:
+    (1 + n_in + n_second) * M * N doubles per layer.  Every solver holds at least these (PINN for its
+    backward pass, LySep as its auxiliary variables), so a run needs at least this much memory."""
+    return 8 * (1 + n_in + n_second) * M * N * max(1, L - 1)
+
+
+def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """Memory available to new processes (``MemAvailable``), None where unknown."""
+    try:
+        with open(meminfo, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -173,3 +173,21 @@ def test_odd_diagnostics_value_in_depth(archive, tmp_path):
     result = cli.invoke(app, ["study", "depth", "elliptic-2d"] + base)
     assert result.exit_code == 0 and result.exception is None, result.output
     assert "| (3,6) | LySep |" in result.stdout
+
+
+def test_a_size_beyond_the_machine_s_memory_is_bad_input(tmp_path, monkeypatch):
+    """Sizes whose channels alone exceed the available memory: one line, exit 2, nothing written."""
+    from lysep_cli import memory
+
+    config = write_tiny(tmp_path)
+    results = tmp_path / "results"
+    monkeypatch.setattr(memory, "available_bytes", lambda: 10**6)  # 1 MB available
+    # tiny elliptic-2d (3,6): (1 + 2 + 2) x 6 x 60 x 8 x 2 = 28.8 kB fits; 3x1000: 4.8 MB does not
+    ok = CliRunner().invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
+                                  "--config", str(config), "--results", str(results)])
+    assert ok.exit_code == 0, ok.output
+    r = CliRunner().invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x1000", "--seeds", "0",
+                                 "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 2 and r.output.count("\n") == 1, r.output
+    assert "size 3x1000: a run needs at least 4.8 MB" in r.output and "has 1.0 MB available" in r.output
+    assert not (results / "elliptic-2d" / "pinn" / "L3-M1000").exists()
