@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import time
+import zipfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from . import atomic, records
 
 DEFAULT_SECONDS = 120.0
 _META = "__meta__"
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
 
 
 @lru_cache(maxsize=1)
@@ -75,7 +77,7 @@ class Checkpoint:
                 if meta.get("fingerprint") != self.fingerprint:
                     return None
                 return {"meta": meta["state"], "arrays": {k: z[k] for k in z.files if k != _META}}
-        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError, EOFError):  # absent or unreadable
+        except _UNREADABLE:  # absent, truncated, not a checkpoint
             return None
 
     def due(self) -> bool:
@@ -105,5 +107,5 @@ def saved_sweeps(path: str | Path) -> int | None:
     try:
         with np.load(path, allow_pickle=False) as z:
             return int(json.loads(str(z[_META][()]))["state"]["loop"]["k"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except _UNREADABLE:
         return None

@@ -78,8 +78,10 @@ def test_a_checkpoint_of_another_run_is_not_used(tmp_path):
     fresh = solve(P, td, params0, SETTINGS, 12, checkpoint=other)
     assert "resumed_at_sweeps" not in fresh.diagnostics
     same_result(fresh, solve(P, td, params0, SETTINGS, 12))
-    ckpt.path.write_bytes(b"not an npz")  # a damaged file is ignored too
-    assert Checkpoint(ckpt.path, {"run": "a"}).load() is None
+    whole_file = ckpt.path.read_bytes()
+    for damaged in (b"not an npz", whole_file[:200], whole_file[: len(whole_file) // 2]):  # ignored too
+        ckpt.path.write_bytes(damaged)
+        assert Checkpoint(ckpt.path, {"run": "a"}).load() is None and saved_sweeps(ckpt.path) is None
 
 
 YAML = """\
