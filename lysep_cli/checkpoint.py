@@ -9,7 +9,7 @@ uninterrupted run writes, bit for bit (tests/test_checkpoint.py), except the tim
 the parts.  The checkpoint is removed when the record is written.
 
 A checkpoint is used only when its fingerprint matches: the same run (experiment, solver, L, M, seed,
-iterations), settings, data set, BLAS kernel and lysep source code (a hash of the package's .py files).
+iterations), settings, data set, BLAS kernel and solver code (a hash of the modules that compute a run).
 Anything else is ignored and overwritten.  ``LYSEP_CHECKPOINT_SECONDS`` sets the interval (0: a
 checkpoint after every iteration, for tests; "off": none).
 """
@@ -34,12 +34,17 @@ _META = "__meta__"
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
 
 
+#: the modules a run's numbers come from (the data set has its own hash in the fingerprint)
+NUMERIC_SOURCES = ("solvers/*.py", "channels.py", "activation.py", "network.py", "problems.py", "checkpoint.py")
+
+
 @lru_cache(maxsize=1)
 def source_hash() -> str:
-    """sha256 over the package's own .py files (a checkpoint of other code is not resumed)."""
+    """sha256 over the modules that compute a run (:data:`NUMERIC_SOURCES`): a checkpoint made by other
+    solver code is not resumed; a change to the command line or the reports does not void it."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted({p for pattern in NUMERIC_SOURCES for p in root.glob(pattern)}):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()
