@@ -95,7 +95,8 @@ def _save(fig, out_dir: Path, stem: str) -> list[Path]:
     try:
         for ext in FORMATS:
             buf = io.BytesIO()
-            fig.savefig(buf, format=ext)
+            # no creation date in a PDF: the same records give the same bytes (no churn in the archive)
+            fig.savefig(buf, format=ext, **({"metadata": {"CreationDate": None}} if ext == "pdf" else {}))
             paths.append(write_bytes(out_dir / f"{stem}.{ext}", buf.getvalue()))
     finally:
         plt.close(fig)

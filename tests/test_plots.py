@@ -89,3 +89,15 @@ def test_no_records(tmp_path):
     with pytest.raises(ValueError):
         plot_experiment([], EXP, tmp_path / "figs")
     assert not (tmp_path / "figs").exists()
+
+
+def test_the_same_records_give_the_same_bytes(tmp_path):
+    """No creation date in the PDFs: replotting an unchanged archive changes no file (no git churn)."""
+    root = tmp_path / "results"
+    write_record(root, "lysep", 3, 20, 0)
+    out = root / EXP / "figures"
+    first = {p: p.read_bytes() for p in plot_experiment(records_of(root), EXP, out)}
+    import time
+    time.sleep(1.1)  # a creation date would now differ by a second
+    second = {p: p.read_bytes() for p in plot_experiment(records_of(root), EXP, out)}
+    assert first == second
