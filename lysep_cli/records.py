@@ -4,7 +4,14 @@ Layout::
 
     <results>/<experiment>/data.npz                               train, test (N x n_in)
     <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.json       the record (lysep_cli.runrecord)
-    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.npz        W1, b1, ..., WL, bL (paper shapes)
+    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.npz        W1, b1, ..., WL, bL (paper shapes),
+                                                                  history_J, history_J_S (float64)
+
+The histories (2001 values per series for a 2000-iteration run) live in the NPZ as float64 arrays
+(NaN for a non-finite value): a third of the bytes of the same numbers written out in the JSON, and the
+same values bit for bit.  The JSON's ``history`` names the series (``{"J": "npz", "J_S": null}``).
+Records of schema 2 (histories written out in the JSON) are still read; :func:`compact_record`
+rewrites one in schema 3.
 
 Every file is written atomically (:mod:`lysep_cli.atomic`).  The NPZ is written first and the JSON
 last, so a run is complete exactly when its JSON exists; the JSON carries the sha256 of the NPZ's bytes,
@@ -19,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -30,9 +38,13 @@ import numpy as np
 from . import atomic
 from .dataset import ExperimentData, data_sha256, saved_arrays
 from .network import Params
-from .runrecord import RecordError, RunRecord
+from .runrecord import SCHEMA, RecordError, RunRecord
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
+#: NPZ key of a history series: ``history_J``, ``history_J_S``.
+HISTORY_PREFIX = "history_"
+#: What the JSON of a schema-3 record holds in place of a series that lives in the NPZ.
+IN_NPZ = "npz"
 
 
 def record_paths(results_dir: str | Path, experiment: str, solver: str, L: int, M: int,
@@ -73,9 +85,16 @@ def params_to_arrays(params: Params) -> dict[str, np.ndarray]:
     return out
 
 
-def weights_bytes(params: Params) -> bytes:
-    """The weights NPZ of ``params`` (what :func:`write_record` writes; its sha256 is in the record)."""
-    return npz_bytes(params_to_arrays(params))
+def history_to_arrays(history: dict[str, list[float | None] | None]) -> dict[str, np.ndarray]:
+    """{"history_J": (n,) float64, ...} for every series that is not None; None entries become NaN."""
+    return {HISTORY_PREFIX + name: np.array([np.nan if x is None else x for x in series], dtype=np.float64)
+            for name, series in history.items() if series is not None}
+
+
+def run_npz_bytes(params: Params, history: dict[str, list[float | None] | None]) -> bytes:
+    """The NPZ of one run: its weights and its histories (what :func:`write_record` writes; the record's
+    ``weights_sha256`` is the sha256 of these bytes)."""
+    return npz_bytes({**params_to_arrays(params), **history_to_arrays(history)})
 
 
 def load_params(npz_path: str | Path) -> Params:
@@ -92,24 +111,27 @@ _NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.eE+-]*|null)(?:,\n\s*(?:-?[0-
 
 
 def record_text(record: RunRecord) -> str:
-    """The record's JSON: indented one level per key, but a list of numbers (a history: 2001 values)
-    on one line — the same values, about 15 % fewer bytes than one value per line."""
-    text = json.dumps(record.to_json(), indent=1, allow_nan=False)
+    """The record's JSON in schema 3: the histories replaced by ``"npz"`` (they are in the NPZ),
+    indented one level per key, a list of numbers on one line."""
+    obj = record.with_(schema=SCHEMA).to_json()
+    obj["history"] = {name: None if series is None else IN_NPZ for name, series in obj["history"].items()}
+    text = json.dumps(obj, indent=1, allow_nan=False)
     return _NUMBER_LIST.sub(lambda m: "[" + re.sub(r",\n\s*", ",", m.group(1)) + "]", text) + "\n"
 
 
 def write_record(results_dir: str | Path, record: RunRecord, params: Params) -> tuple[Path, Path]:
     """Write the NPZ then the JSON of one run; if interrupted in between, neither is left behind.
 
-    ``record.weights_sha256`` must be the hash of ``params``' NPZ (``runner.execute`` sets it);
-    ValueError (RecordError for an invalid record) otherwise, before anything is written.
+    ``record.weights_sha256`` must be the hash of the run's NPZ (:func:`run_npz_bytes` of ``params``
+    and ``record.history``; ``runner.execute`` sets it); ValueError (RecordError for an invalid
+    record) otherwise, before anything is written.
     """
-    data = weights_bytes(params)
+    data = run_npz_bytes(params, record.history)
     if sha256(data) != record.weights_sha256:
-        raise ValueError(f"{record.cell}: weights_sha256 does not match the parameters")
+        raise ValueError(f"{record.cell}: weights_sha256 does not match the parameters and history")
     json_path, npz_path = record_paths(results_dir, *record.cell)
     text = record_text(record)
-    RunRecord.from_json(json.loads(text))  # never write a record that would not read back
+    _parse(json.loads(text), data)  # never write a record that would not read back
     done = False
     try:
         atomic.write_bytes(npz_path, data)
@@ -141,21 +163,77 @@ def read_record(json_path: str | Path) -> RunRecord:
         raise RecordError(f"not valid JSON ({exc})") from None
     except RecursionError:
         raise RecordError("not valid JSON (nested too deeply)") from None
-    record = RunRecord.from_json(obj)
-    expected_json, npz_path = record_paths(json_path.parent.parent.parent.parent, *record.cell)
+    npz_path = json_path.with_suffix(".npz")
+    try:
+        data: bytes | None = npz_path.read_bytes()
+    except OSError:
+        data = None
+    record = _parse(obj, data, npz_path.name)
+    expected_json, _ = record_paths(json_path.parent.parent.parent.parent, *record.cell)
     try:
         elsewhere = expected_json.resolve() != json_path.resolve()
     except (OSError, ValueError):  # a name the OS refuses (a NUL byte, ...): not where it was found
         elsewhere = True
     if elsewhere:
         raise RecordError(f"record of {record.cell} found at another place")
-    try:
-        data = npz_path.read_bytes()
-    except OSError:
-        raise RecordError(f"weights file {npz_path.name} missing") from None
+    if data is None:
+        raise RecordError(f"weights file {npz_path.name} missing")
     if sha256(data) != record.weights_sha256:
         raise RecordError(f"weights file {npz_path.name} does not match the record's sha256 (truncated or replaced)")
     return record
+
+
+def _parse(obj: object, data: bytes | None, npz_name: str = "seed-<s>.npz") -> RunRecord:
+    """The validated record of a parsed JSON document; for schema 3 its histories are read from the
+    NPZ bytes ``data`` (after checking them against the record's ``weights_sha256``)."""
+    if isinstance(obj, dict) and obj.get("schema") == SCHEMA and isinstance(obj.get("history"), dict):
+        names = obj["history"]
+        bad = sorted(str(k) for k, v in names.items() if v not in (None, IN_NPZ))
+        if bad:
+            raise RecordError(f"field 'history.{bad[0]}': expected \"{IN_NPZ}\" or null (schema {SCHEMA})")
+        if any(v == IN_NPZ for v in names.values()):
+            if data is None:
+                raise RecordError(f"weights file {npz_name} missing")
+            if sha256(data) != obj.get("weights_sha256"):
+                raise RecordError(f"weights file {npz_name} does not match the record's sha256 (truncated or replaced)")
+            obj = {**obj, "history": {k: None if v is None else _npz_series(data, k, npz_name)
+                                      for k, v in names.items()}}
+    return RunRecord.from_json(obj)
+
+
+def _npz_series(data: bytes, name: str, npz_name: str) -> list[float | None]:
+    """History series ``name`` of a run's NPZ bytes as a list (NaN → None); RecordError if absent."""
+    key = HISTORY_PREFIX + name
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arr = z[key]
+    except KeyError:
+        raise RecordError(f"weights file {npz_name} has no array {key!r}") from None
+    except Exception as exc:  # a damaged zip or array (the sha256 matched, so written that way)
+        raise RecordError(f"weights file {npz_name} unreadable ({type(exc).__name__})") from None
+    if arr.ndim != 1 or arr.dtype != np.float64:
+        raise RecordError(f"weights file {npz_name}: {key!r} is not a float64 vector")
+    return [x if math.isfinite(x) else None for x in arr.tolist()]
+
+
+def compact_record(json_path: str | Path) -> bool:
+    """Rewrite a schema-2 record (histories in its JSON) in schema 3 (histories in its NPZ): the same
+    record and weights, fewer bytes.  Returns False, touching nothing, when it is already schema 3;
+    RecordError when it does not read.  The NPZ and the JSON are each replaced atomically (NPZ first):
+    if interrupted between the two, the record reads as invalid until restored (the archive is in git)."""
+    json_path = Path(json_path)
+    record = read_record(json_path)
+    if record.schema == SCHEMA:
+        return False
+    params = load_params(json_path.with_suffix(".npz"))
+    data = run_npz_bytes(params, record.history)
+    new = record.with_(schema=SCHEMA, weights_sha256=sha256(data))
+    text = record_text(new)
+    if _parse(json.loads(text), data) != new:
+        raise RecordError("would not read back the same")  # never: a guard for the archive
+    atomic.write_bytes(json_path.with_suffix(".npz"), data)
+    atomic.write_text(json_path, text)
+    return True
 
 
 @dataclass

@@ -22,8 +22,11 @@ from typing import Any
 
 from .metrics import finite_or_none
 
-#: Version of the record layout; records of another version are rejected (and redone by ``lysep run``).
-SCHEMA = 2
+#: Version of the record layout written.  Schema 3 keeps the histories in the run's NPZ
+#: (``lysep_cli.records``); schema 2 wrote them out in the JSON and is still read.  Records of any
+#: other version are rejected (and redone by ``lysep run``).
+SCHEMA = 3
+READABLE_SCHEMAS = (2, 3)
 STATUSES = ("ok", "diverged")
 
 
@@ -109,7 +112,7 @@ class RunRecord:
         if not isinstance(obj, dict):
             raise RecordError(f"expected a JSON object, got {type(obj).__name__}")
         schema = obj.get("schema")
-        if schema != SCHEMA:
+        if schema not in READABLE_SCHEMAS or isinstance(schema, bool):
             raise RecordError(f"record schema {schema!r}, expected {SCHEMA} (written by another lysep version)")
         names = {f.name for f in dataclasses.fields(cls)}
         missing = sorted(names - set(obj))

@@ -128,15 +128,17 @@ def synthetic_record(spec, solver: str, L: int, M: int, seed: int, *, J: float |
         end = J if J is not None else 1.0
         series = list(end * 10.0 ** (3 * (1 - k / its)))
         history = {"J": series, "J_S": None if J_S is None else [x / 2 for x in series[:-1]] + [J_S]}
+    history = {k: None if v is None else [None if (x is None or not math.isfinite(x)) else float(x) for x in v]
+               for k, v in history.items()}
     rec = RunRecord(
         experiment=spec.name, solver=solver, L=L, M=M, seed=seed, iterations=its,
         settings=jsonable(spec.solvers[solver].to_dict()), pde=spec.pde, d=spec.d, solution=spec.solution,
         n_train=spec.n_train, n_test=spec.n_test, data_sha256=experiment_data(spec).sha256,
-        weights_sha256=records.sha256(records.weights_bytes(params)), status=status, message="",
+        weights_sha256=records.sha256(records.run_npz_bytes(params, history)), status=status, message="",
         iterations_done=len(history["J"]) - 1, diverged_at=None if status == "ok" else len(history["J"]) - 1,
-        seconds=seconds, final=Final(J, J_S, l2), bound=bound,
-        history={k: None if v is None else [None if (x is None or not math.isfinite(x)) else float(x) for x in v]
-                 for k, v in history.items()})
+        seconds=seconds, final=Final(J, J_S, l2), bound=bound, history=history)
+    if "history" in changes:
+        changes["weights_sha256"] = records.sha256(records.run_npz_bytes(params, changes["history"]))
     return (rec.with_(**changes) if changes else rec), params
 
 

@@ -132,7 +132,7 @@ def test_out_not_a_regular_file(archive, tmp_path):
 DAMAGED = {
     "nested too deeply": lambda text: "[" * 100_000,
     "seconds beyond float": _edit_json(lambda o: o.update(seconds=10 ** 400)),
-    "history beyond float": _edit_json(lambda o: o["history"]["J"].__setitem__(0, 10 ** 400)),
+    "history written out in a schema-3 record": _edit_json(lambda o: o["history"].update(J=[10 ** 400])),
     "final J beyond float": _edit_json(lambda o: o["final"].update(J=10 ** 400)),
     "NUL byte in the experiment": _edit_json(lambda o: o.update(experiment="elliptic\x002d")),
 }

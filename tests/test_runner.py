@@ -43,7 +43,8 @@ def test_run_writes_records_and_data(tmp_path, specs):
            for ext in ("json", "npz")])
     rec = records.read_record(out / "elliptic-2d/pinn/L3-M6/seed-1.json")
     raw = json.loads((out / "elliptic-2d/pinn/L3-M6/seed-1.json").read_text())
-    assert set(raw) == {f.name for f in dataclasses.fields(RunRecord)} and raw["schema"] == 2
+    assert set(raw) == {f.name for f in dataclasses.fields(RunRecord)} and raw["schema"] == 3
+    assert raw["history"] == {"J": "npz", "J_S": None}
     assert rec.status == "ok" and rec.bound is None and rec.final.J_S is None and rec.message == ""
     assert len(rec.history["J"]) == 6 and rec.history["J_S"] is None and rec.iterations_done == 5
     assert rec.final.J == rec.history["J"][-1]
