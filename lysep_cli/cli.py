@@ -280,14 +280,16 @@ def run(
         _warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
     replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
     where = f"scheduler {session.describe()}" if session is not None else f"jobs {jobs}"
-    typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do, {len(plan.skipped)} skipped (record exists)"
+    copied = (f", {len(plan.copies)} copied from identical runs of "
+              f"{', '.join(sorted({path.parts[-4] for _, path in plan.copies}))}") if plan.copies else ""
+    typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do{copied}, {len(plan.skipped)} skipped (record exists)"
                f"{replaced}; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
     from .progress import RichReporter
 
     reporter = RichReporter(spec.name)
     try:
         sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter,
-                                      cluster=session)
+                                      cluster=session, copies=plan.copies)
     except KeyboardInterrupt as exc:
         typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
                    "flight left no record (LySep: a checkpoint); rerun the same command to resume", err=True)
@@ -297,9 +299,10 @@ def run(
             session.close()
     if sweep.data_state == "corrupt" or (sweep.data_state == "missing" and plan.skipped):
         _warn(f"{records.data_path(results, spec.name)} was {sweep.data_state}: restored")
-    typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now, {len(plan.skipped)} skipped as "
-               f"done earlier, {len(sweep.failed)} failed):")
-    for line in reporting.summary_lines(sweep.done + plan.skipped):
+    copied = f", {len(sweep.copied)} copied" if sweep.copied else ""
+    typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now{copied}, {len(plan.skipped)} "
+               f"skipped as done earlier, {len(sweep.failed)} failed):")
+    for line in reporting.summary_lines(sweep.done + sweep.copied + plan.skipped):
         typer.echo("  " + line)
     if sweep.failed:
         for key, error in sweep.failed:

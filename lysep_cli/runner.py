@@ -34,7 +34,8 @@ from .dataset import experiment_data
 from .memory import tune_malloc
 from .metrics import finite_or_none, first_nonfinite, relative_l2
 from .network import Params
-from .runrecord import Final, RecordError, RunRecord, describe_difference, differences, expected, jsonable
+from .runrecord import (Expected, Final, RecordError, RunRecord, describe_difference, differences, expected,
+                        jsonable)
 from .solvers import solver_def
 from .solvers.base import copy_params, diverged
 from .specs import ExperimentSpec
@@ -153,12 +154,17 @@ class Plan:
     conflicts : (run, json path, how it differs) for valid records made with other iterations, settings or
         data: redone with ``force``; without it they stay in ``conflicts`` and out of ``todo``
         (``lysep run`` then refuses to start).
+    copies : (run, json path) for runs to do that another experiment of the same results folder has
+        already made identically (same problem, data set, solver settings, iterations, L, M and seed; the
+        depth studies' (3,50) is the paper's (3,50)): :func:`copy_runs` copies them instead of running
+        them again.  Never with ``force``.
     """
 
     todo: list[RunKey]
     skipped: list[RunRecord] = field(default_factory=list)
     invalid: list[tuple[RunKey, str]] = field(default_factory=list)
     conflicts: list[tuple[RunKey, Path, str]] = field(default_factory=list)
+    copies: list[tuple[RunKey, Path]] = field(default_factory=list)
 
 
 def plan_runs(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, int]], seeds: list[int],
@@ -189,7 +195,50 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, i
                     plan.todo.append(key)
                 else:
                     plan.skipped.append(rec)
+    if not force:
+        for key in list(plan.todo):
+            source = identical_run(results_dir, spec.name, key, expected(spec, key.solver, iterations, sha))
+            if source is not None:
+                plan.todo.remove(key)
+                plan.copies.append((key, source))
     return plan
+
+
+def identical_run(results_dir: str | Path, experiment: str, key: RunKey, want: Expected) -> Path | None:
+    """The record (json path) of a run identical to ``key`` made under another experiment of
+    ``results_dir``: it reads, and :func:`differences` finds nothing (problem, data set, settings,
+    iterations, sizes); None if there is none.  The first such experiment in name order."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        return None
+    for other in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != experiment):
+        json_path, _ = records.record_paths(root, other, key.solver, key.L, key.M, key.seed)
+        if not json_path.is_file():
+            continue
+        try:
+            rec = records.read_record(json_path)
+        except RecordError:
+            continue
+        if not differences(rec, want):
+            return json_path
+    return None
+
+
+def copy_runs(spec: ExperimentSpec, copies: list[tuple[RunKey, Path]], results_dir: str | Path) -> list[RunRecord]:
+    """Write, for each (run, source record) of :attr:`Plan.copies`, the source's record and weights as
+    the run of ``spec`` (``diagnostics["copied_from"]`` names the source experiment; numbers, history,
+    timings and versions are the source's, which is what a rerun would give bit for bit: ``lysep verify``
+    checks it by rerunning).  Returns the records written."""
+    out = []
+    for key, source in copies:
+        rec = records.read_record(source)
+        params = records.load_params(source.with_suffix(".npz"))
+        origin = rec.diagnostics.get("copied_from", rec.experiment)
+        copy = rec.with_(experiment=spec.name, diagnostics={**rec.diagnostics, "copied_from": origin},
+                         weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history)))
+        records.write_record(results_dir, copy, params)
+        out.append(copy)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,11 +263,13 @@ class Reporter:
 @dataclass
 class Sweep:
     """What :func:`run_experiment` did: new records (in the order of the keys), failed runs (no record
-    written; (run, "ExceptionType: message")), and the state data.npz was found in (records.check_data)."""
+    written; (run, "ExceptionType: message")), the state data.npz was found in (records.check_data), and
+    the records copied from identical runs of other experiments (:func:`copy_runs`)."""
 
     done: list[RunRecord] = field(default_factory=list)
     failed: list[tuple[RunKey, str]] = field(default_factory=list)
     data_state: str = "ok"
+    copied: list[RunRecord] = field(default_factory=list)
 
 
 def _error(exc: BaseException) -> str:
@@ -329,9 +380,11 @@ def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, r
 
 
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
-                   jobs: int = 1, reporter: Reporter | None = None, cluster: Any = None) -> Sweep:
+                   jobs: int = 1, reporter: Reporter | None = None, cluster: Any = None,
+                   copies: list[tuple[RunKey, Path]] | None = None) -> Sweep:
     """Make sure ``data.npz`` holds the spec's data set (restored when missing or corrupt, even with no
-    runs to do), then run ``keys`` and write each record as its run finishes.  With ``cluster`` (a
+    runs to do), write the ``copies`` (:attr:`Plan.copies`), then run ``keys`` and write each record as
+    its run finishes.  With ``cluster`` (a
     connected :class:`lysep_cli.cluster.Session`) the runs are tasks on a dask cluster and ``jobs`` is
     ignored.
 
@@ -342,6 +395,7 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     results_dir = Path(results_dir)
     reporter = reporter or Reporter()
     sweep = Sweep(data_state=records.ensure_data(results_dir, spec.name, experiment_data(spec)))
+    sweep.copied = copy_runs(spec, copies or [], results_dir)
     if not keys:
         return sweep
     reporter.start(len(keys))
@@ -359,4 +413,5 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     return sweep
 
 
-__all__ = ["RunKey", "execute", "Plan", "plan_runs", "Reporter", "Sweep", "run_experiment"]
+__all__ = ["RunKey", "execute", "Plan", "plan_runs", "identical_run", "copy_runs", "Reporter", "Sweep",
+           "run_experiment"]

@@ -36,7 +36,9 @@ class CellStatus:
     M: int
     expected: tuple[int, ...]
     done: list[int] = field(default_factory=list)
-    seconds: float = 0.0  # wall seconds of the finished runs, summed
+    seconds: float = 0.0  # wall seconds of the finished runs, summed (copies not: they were run elsewhere)
+    copied: int = 0  # finished runs copied from an identical run of another experiment (runner.copy_runs)
+    pace_seconds: float = 0.0  # wall seconds of every finished run, copies included (for the estimate)
     cpu_seconds: float = 0.0  # CPU seconds of the finished runs that recorded them, summed
     n_cpu: int = 0  # finished runs that recorded their CPU time
     machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
@@ -55,7 +57,7 @@ class CellStatus:
         """Wall seconds the missing seeds would take at the finished seeds' mean; NaN with none finished."""
         if not self.missing:
             return 0.0
-        return len(self.missing) * self.seconds / len(self.done) if self.done else float("nan")
+        return len(self.missing) * self.pace_seconds / len(self.done) if self.done else float("nan")
 
 
 def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None,
@@ -85,6 +87,10 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
                     if r.seed not in spec.seeds:
                         continue
                     cell.done.append(r.seed)
+                    cell.pace_seconds += float(r.seconds)
+                    if r.diagnostics.get("copied_from"):
+                        cell.copied += 1
+                        continue
                     cell.seconds += float(r.seconds)
                     cell.machines[machine_of(r)] += 1
                     cpu = r.diagnostics.get("cpu_seconds")
@@ -147,10 +153,12 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
     for c in cells:
         cpu = "–"
         if c.n_cpu:
-            cpu = _hours(c.cpu_seconds) + ("" if c.n_cpu == len(c.done) else f" ({c.n_cpu} of {len(c.done)} runs)")
+            ran = len(c.done) - c.copied
+            cpu = _hours(c.cpu_seconds) + ("" if c.n_cpu == ran else f" ({c.n_cpu} of {ran} runs)")
+        hours = "–" if not c.done else _hours(c.seconds) + (f" ({c.copied} copied)" if c.copied else "")
         lines.append(f"| {c.experiment} | " + ("" if one else f"{iterations[c.experiment]} | ")
                      + f"{display_name(c.solver)} | ({c.L},{c.M}) | {len(c.done)}/{len(c.expected)} "
-                     f"| {_missing_text(c)} | {_hours(c.seconds) if c.done else '–'} | {cpu} "
+                     f"| {_missing_text(c)} | {hours} | {cpu} "
                      f"| {_hours(c.estimate_left) if c.missing else '–'} |")
     pairs = [c for c in cells if c.experiment in paper and c.solver in PAPER_SOLVERS]
     done_runs = sum(len(c.done) for c in cells)
@@ -161,7 +169,9 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
     if pairs:
         lines.append(f"- paper's (cell, solver) pairs complete: {sum(c.complete for c in pairs)} of {len(pairs)}")
     n_cpu = sum(c.n_cpu for c in cells)
-    lines.append(f"- finished runs: {done_runs}, {_hours(sum(c.seconds for c in cells))} run-hours (wall time of "
+    copied = sum(c.copied for c in cells)
+    copies = f" ({copied} copied from identical runs of another experiment, not counted in the hours)" if copied else ""
+    lines.append(f"- finished runs: {done_runs}{copies}, {_hours(sum(c.seconds for c in cells))} run-hours (wall time of "
                  "each solve, summed); " + (f"CPU time recorded for {n_cpu} of them: "
                                             f"{_hours(sum(c.cpu_seconds for c in cells))} CPU-hours"
                                             if n_cpu else "none recorded its CPU time"))
