@@ -224,21 +224,27 @@ def identical_run(results_dir: str | Path, experiment: str, key: RunKey, want: E
     return None
 
 
-def copy_runs(spec: ExperimentSpec, copies: list[tuple[RunKey, Path]], results_dir: str | Path) -> list[RunRecord]:
+def copy_runs(spec: ExperimentSpec, copies: list[tuple[RunKey, Path]],
+              results_dir: str | Path) -> tuple[list[RunRecord], list[RunKey]]:
     """Write, for each (run, source record) of :attr:`Plan.copies`, the source's record and weights as
     the run of ``spec`` (``diagnostics["copied_from"]`` names the source experiment; numbers, history,
     timings and versions are the source's, which is what a rerun would give bit for bit: ``lysep verify``
-    checks it by rerunning).  Returns the records written."""
-    out = []
+    checks it by rerunning).  Returns the records written and the runs whose source could no longer be
+    read (changed since the plan): those are to be run."""
+    out, lost = [], []
     for key, source in copies:
-        rec = records.read_record(source)
-        params = records.load_params(source.with_suffix(".npz"))
+        try:
+            rec = records.read_record(source)
+            params = records.load_params(source.with_suffix(".npz"))
+        except (RecordError, OSError, ValueError, KeyError):
+            lost.append(key)
+            continue
         origin = rec.diagnostics.get("copied_from", rec.experiment)
         copy = rec.with_(experiment=spec.name, diagnostics={**rec.diagnostics, "copied_from": origin},
                          weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history)))
         records.write_record(results_dir, copy, params)
         out.append(copy)
-    return out
+    return out, lost
 
 
 # ---------------------------------------------------------------------------------------------
@@ -395,7 +401,8 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     results_dir = Path(results_dir)
     reporter = reporter or Reporter()
     sweep = Sweep(data_state=records.ensure_data(results_dir, spec.name, experiment_data(spec)))
-    sweep.copied = copy_runs(spec, copies or [], results_dir)
+    sweep.copied, lost = copy_runs(spec, copies or [], results_dir)
+    keys = list(keys) + lost
     if not keys:
         return sweep
     reporter.start(len(keys))

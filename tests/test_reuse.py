@@ -93,3 +93,18 @@ def test_a_run_that_differs_is_run_and_force_never_copies(tmp_path):
     assert r.exit_code == 0 and "2 run(s) to do, 0 skipped" in r.output and "copied" not in r.output
     dst, _ = records.record_paths(results, "elliptic-2d-depth", "pinn", 3, 6, 1)
     assert "copied_from" not in records.read_record(dst).diagnostics
+
+
+def test_a_source_gone_between_plan_and_copy_is_run_instead(tmp_path):
+    from lysep_cli import runner
+    from lysep_cli.specs import load_specs
+
+    config, results = write_tiny(tmp_path, TWIN_YAML), tmp_path / "results"
+    assert _run(config, results, "elliptic-2d", "--solver", "pinn", "--seeds", "0").exit_code == 0
+    spec = load_specs(config)["elliptic-2d-depth"]
+    plan = runner.plan_runs(spec, ["pinn"], [(3, 6)], [0], 5, results)
+    assert plan.todo == [] and len(plan.copies) == 1
+    plan.copies[0][1].with_suffix(".npz").unlink()  # the source is damaged after planning
+    sweep = runner.run_experiment(spec, plan.todo, 5, results, copies=plan.copies)
+    assert sweep.copied == [] and len(sweep.done) == 1
+    assert "copied_from" not in sweep.done[0].diagnostics
