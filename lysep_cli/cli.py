@@ -314,6 +314,20 @@ def run(
 # Reports: table, compare, plot.
 
 
+def _solver_filter(solver: Optional[str], chosen: list[ExperimentSpec]) -> Optional[set[str]]:
+    """The solver names of a report's ``--solver a,b`` (None: all); SpecError for a name that none of
+    the chosen experiments configures."""
+    if solver is None:
+        return None
+    wanted = {w.strip() for w in solver.split(",")}
+    known = {name for spec in chosen for name in spec.solvers}
+    unknown = sorted(wanted - known)
+    if unknown:
+        names = ", ".join(repr(u) for u in unknown)
+        raise SpecError(f"--solver: unknown solver {names} (choose from {', '.join(sorted(known))})")
+    return wanted
+
+
 def _selection(results: Path, chosen: list[ExperimentSpec], iterations: Optional[int]) -> Any:
     """Load and check the records of ``chosen``, warn about unusable files, keep those matching the spec."""
     from . import reporting
@@ -425,14 +439,7 @@ def verify(
         if seed < 0:
             raise SpecError(f"--seed must be >= 0, got {seed}")
         chosen = _report_specs(config, experiments, results, None, iterations)
-        wanted = None
-        if solver is not None:
-            wanted = {w.strip() for w in solver.split(",")}
-            known = {name for spec in chosen for name in spec.solvers}
-            unknown = sorted(wanted - known)
-            if unknown:
-                names = ", ".join(repr(u) for u in unknown)
-                raise SpecError(f"--solver: unknown solver {names} (choose from {', '.join(sorted(known))})")
+        wanted = _solver_filter(solver, chosen)
     except SpecError as exc:
         _fail(str(exc))
     sel = _selection(results, chosen, iterations)
@@ -473,12 +480,7 @@ def status(
 
     try:
         chosen = _report_specs(config, experiments, results, out, iterations)
-        wanted = None
-        if solver is not None:
-            wanted = {w.strip() for w in solver.split(",")}
-            unknown = sorted(wanted - {name for spec in chosen for name in spec.solvers})
-            if unknown:
-                raise SpecError(f"--solver: unknown solver {', '.join(repr(u) for u in unknown)}")
+        wanted = _solver_filter(solver, chosen)
     except SpecError as exc:
         _fail(str(exc))
     sel = _selection(results, chosen, iterations)
