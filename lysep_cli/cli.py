@@ -263,8 +263,8 @@ def run(
             _fail(str(exc))
     if plan.conflicts and not force:
         _, path, why = plan.conflicts[0]
-        _fail(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, settings or "
-              f"data (e.g. {path}: {why}); nothing was run. Use --force to replace them, or another --results "
+        _fail(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, settings, "
+              f"data or lysep version (e.g. {path}: {why}); nothing was run. Use --force to replace them, or another --results "
               "directory")
     session = None
     if target is not None and plan.todo:

@@ -34,8 +34,8 @@ from .dataset import experiment_data
 from .memory import tune_malloc
 from .metrics import finite_or_none, first_nonfinite, relative_l2
 from .network import Params
-from .runrecord import (Expected, Final, RecordError, RunRecord, describe_difference, differences, expected,
-                        jsonable)
+from .runrecord import (Expected, Final, NewerRecordError, RecordError, RunRecord, describe_difference,
+                        differences, expected, jsonable)
 from .solvers import solver_def
 from .solvers.base import copy_params, diverged
 from .specs import ExperimentSpec
@@ -183,6 +183,11 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, i
                     continue
                 try:
                     rec = records.read_record(json_path)
+                except NewerRecordError as exc:  # valid for a newer lysep: replaced only with force
+                    plan.conflicts.append((key, json_path, str(exc)))
+                    if force:
+                        plan.todo.append(key)
+                    continue
                 except RecordError as exc:
                     plan.invalid.append((key, f"{json_path}: {exc}"))
                     plan.todo.append(key)

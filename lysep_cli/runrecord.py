@@ -34,6 +34,11 @@ class RecordError(ValueError):
     """A run record that does not parse or validate; the message is one line."""
 
 
+class NewerRecordError(RecordError):
+    """A record of a schema newer than this lysep knows: valid for the version that wrote it, so never
+    redone (overwritten) by this one."""
+
+
 @dataclass(frozen=True)
 class Final:
     """Final figures: J (PINN loss of the trained W_l, b_l), J_S (LySep loss; None for PINN-type
@@ -112,6 +117,9 @@ class RunRecord:
         if not isinstance(obj, dict):
             raise RecordError(f"expected a JSON object, got {type(obj).__name__}")
         schema = obj.get("schema")
+        if isinstance(schema, int) and not isinstance(schema, bool) and schema > SCHEMA:
+            raise NewerRecordError(f"record schema {schema}, newer than this lysep's {SCHEMA} (written by a "
+                                   "newer lysep version: upgrade lysep to read it)")
         if schema not in READABLE_SCHEMAS or isinstance(schema, bool):
             raise RecordError(f"record schema {schema!r}, expected {SCHEMA} (written by another lysep version)")
         names = {f.name for f in dataclasses.fields(cls)}

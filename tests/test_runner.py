@@ -258,3 +258,25 @@ def test_atomic_writes(tmp_path, specs, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         records.write_record(tmp_path / "r", rec, params)
     assert files_under(tmp_path / "r") == []
+
+
+def test_a_record_of_a_newer_schema_is_never_overwritten_without_force(tmp_path, specs):
+    from typer.testing import CliRunner
+
+    from lysep_cli.cli import app
+    from foundation_helpers import write_tiny
+
+    config, out = write_tiny(tmp_path), tmp_path / "res"
+    cli = CliRunner()
+    args = ["run", "elliptic-2d", "--sizes", "3x6", "--seeds", "0", "--config", str(config), "--results", str(out)]
+    assert cli.invoke(app, args).exit_code == 0
+    json_path = out / "elliptic-2d/pinn/L3-M6/seed-0.json"
+    obj = json.loads(json_path.read_text())
+    obj["schema"] = 4
+    json_path.write_text(json.dumps(obj))
+    before = json_path.read_bytes()
+    r = cli.invoke(app, args)
+    assert r.exit_code == 2 and "newer than this lysep's 3" in r.output and "nothing was run" in r.output
+    assert json_path.read_bytes() == before
+    r = cli.invoke(app, args + ["--force"])
+    assert r.exit_code == 0 and json.loads(json_path.read_text())["schema"] == 3
