@@ -2,10 +2,13 @@
 #
 #   make install          .venv with the package (editable) and the test tools
 #   make test             the test suite
-#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep; 2000 iterations)
+#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep, and rfls: one
+#                         least-squares solve, seconds; 2000 iterations)
 #                         into the committed archive results/paper/ (runs already there are skipped),
 #                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
 #                         RESULTS=DIR reruns everything into DIR instead
+#   make extras           the other baselines (pinn-adam, pinn-lbfgs, pinn-lm) at EXTRA_SEEDS (0-2) in every
+#                         cell of the four experiments into RESULTS, then the outputs (docs/baselines.md)
 #   make depth            the depth study (docs/lysep-depth.md): elliptic-2d-depth, elliptic-10d-depth with
 #                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
 #   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
@@ -44,7 +47,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: install test reproduce reproduce-quick runs outputs depth depth-outputs docs compact
+.PHONY: install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact
 
 install: $(VENV)/.installed
 
@@ -67,9 +70,19 @@ reproduce-quick:
 
 runs:
 	@for e in $(EXPERIMENTS); do \
-	  echo "== lysep run $$e --solver paper --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  echo "== lysep run $$e --solver paper,rfls --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver paper,rfls --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
+
+EXTRA_SOLVERS ?= pinn-adam,pinn-lbfgs,pinn-lm
+EXTRA_SEEDS ?= 0-2
+
+extras: install
+	@for e in $(EXPERIMENTS); do \
+	  echo "== lysep run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS))"; \
+	  $(LYSEP) run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) || exit $$?; \
+	done
+	$(MAKE) --no-print-directory outputs
 
 outputs:
 	@mkdir -p $(RESULTS)/tables
