@@ -458,7 +458,11 @@ def verify(
         typer.echo(check.line())
     typer.echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
                + (f"; {bad} do not (tolerance {verifier.TOLERANCE:g} relative)" if bad else ""))
-    if bad:
+    damaged = sum(sel.invalid.values())
+    if damaged:  # an altered weights/history file, a broken JSON: the archive is not what it was
+        typer.echo(f"{damaged} archived record(s) do not read (damaged or altered since written; named in the "
+                   "warnings above): the archive does not verify")
+    if bad or damaged:
         raise typer.Exit(1)
 
 

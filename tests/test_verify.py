@@ -129,3 +129,20 @@ def test_missing_archive_is_exit_2_and_empty_archive_exit_1(archive, tmp_path):
 def test_solver_filter(archive):
     r = _verify(*archive, "--all", "--solver", "pinn")
     assert r.exit_code == 0 and "2 of 2" in r.output
+
+
+def test_an_archive_with_an_altered_npz_fails_even_when_the_sample_passes(archive, tmp_path):
+    config, results = archive
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    rec = records.read_record(_record(copy, 1))
+    history = {**rec.history, "J": [rec.history["J"][0] * 2] + rec.history["J"][1:]}
+    npz = _record(copy, 1).with_suffix(".npz")  # one history value altered, the record's sha256 left as it was
+    npz.write_bytes(records.run_npz_bytes(records.load_params(npz), history))
+    r = _verify(config, copy, "--all")
+    assert r.exit_code == 1, r.output
+    assert "1 of 1 run(s) reproduce the archive" in r.output
+    assert "does not match the record's sha256" in r.output
+    assert "1 archived record(s) do not read" in r.output and "the archive does not verify" in r.output
