@@ -46,11 +46,11 @@ def _size(path: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not args[0] or args[0].startswith("-"):
-        print("usage: python -m lysep_cli.compact RESULTS_DIR", file=sys.stderr)
+        print("lysep: error: usage: python -m lysep_cli.compact RESULTS_DIR", file=sys.stderr)
         return 2
     root = Path(args[0])
     if not root.is_dir():
-        print(f"error: {root} is not a folder", file=sys.stderr)
+        print(f"lysep: error: {root} is not a folder", file=sys.stderr)
         return 2
     rewritten, kept, problems, saved = compact_folder(root)
     for line in problems:
