@@ -60,8 +60,8 @@ def main() -> None:
     print(f"{'seed':>4} {'sweep':>5} {'J':>9} {'J_S':>9} {'J_S/J':>6} {'fit':>9} {'pen a1':>9} {'pen d1':>9} "
           f"{'pen a2':>9} {'pen d2':>9} {'pen q2':>9} {'J_S lam':>9} {'/J':>5}")
     for seed in parse_seeds(a.seeds, spec):
-        it = LySepIteration(network.init_params(data.problem.n_in, L, M, seed), ld, s)
-        with threadpool_limits(1), np.errstate(all="ignore"):
+        with threadpool_limits(1), np.errstate(all="ignore"):  # the set-up too: as the runner does it
+            it = LySepIteration(network.init_params(data.problem.n_in, L, M, seed), ld, s)
             for k in range(1, a.sweeps + 1):
                 it.sweep()
                 if k % a.every == 0 or k == 1:
