@@ -15,6 +15,7 @@ import resource
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from lysep_cli import network
 from lysep_cli.dataset import experiment_data
@@ -47,30 +48,36 @@ def main() -> None:
     args = ap.parse_args()
     cases = args.case or ["elliptic-10d:150", "parabolic-5d:100", "hyperbolic-5d:100", "elliptic-2d:100"]
     specs = load_specs("experiments.yaml")
-    for case in cases:
-        name, M = case.split(":")
-        M = int(M)
-        spec = specs[name]
-        problem, _, _, td, _ = experiment_data(spec)
-        data = LySepData.build(td.Z, td.coef, td.Y)
-        it = LySepIteration(network.init_params(problem.n_in, 3, M, 0), data, spec.solvers["lysep"])
-        it.sweep()  # first sweep (includes the first W_3 solve) not timed
-        n0 = sum(r.__dict__.get("trials", 0) for r in it.rules.values())
-        t = time.perf_counter()
-        for _ in range(args.iterations):
-            it.sweep()
-            network.pinn_loss(it.st.params(), td.Z, td.coef, td.Y)
-        dt = (time.perf_counter() - t) / args.iterations
-        N, n_in, s = data.N, data.Z.shape[0], data.S.size
-        G = 2.0 * M * M * N
-        units = gemm_units(n_in, s, trials=1.0)
-        speed = gemm_gflops(M, N)
-        aux_mb = (2 + 2 * n_in + s) * M * N * 8 / 1e6
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-        print(f"{name} (3,{M}) N={N}: {dt:.3f} s/iteration; GEMM work ~{units:.0f} G = {units * G / 1e9:.1f} GFLOP "
-              f"(1 trial per block); GEMM speed {speed:.1f} GFLOP/s -> floor {units * G / 1e9 / speed:.3f} s; "
-              f"ratio {dt / (units * G / 1e9 / speed):.1f}x; auxiliary variables {aux_mb:.0f} MB; "
-              f"peak RSS so far {peak:.0f} MB")
+    with threadpool_limits(limits=1):  # one BLAS thread, for the sweeps and the GEMM speed alike
+        for case in cases:
+            run_case(specs, case, args.iterations)
+
+
+def run_case(specs: dict, case: str, iterations: int) -> None:
+    """Time one case (experiment:M, L = 3) and print its line."""
+    name, M = case.split(":")
+    M = int(M)
+    spec = specs[name]
+    problem, _, _, td, _ = experiment_data(spec)
+    data = LySepData.build(td.Z, td.coef, td.Y)
+    it = LySepIteration(network.init_params(problem.n_in, 3, M, 0), data, spec.solvers["lysep"])
+    it.sweep()  # first sweep (includes the first W_3 solve) not timed
+    n0 = sum(r.__dict__.get("trials", 0) for r in it.rules.values())
+    t = time.perf_counter()
+    for _ in range(iterations):
+        it.sweep()
+        network.pinn_loss(it.st.params(), td.Z, td.coef, td.Y)
+    dt = (time.perf_counter() - t) / iterations
+    N, n_in, s = data.N, data.Z.shape[0], data.S.size
+    G = 2.0 * M * M * N
+    units = gemm_units(n_in, s, trials=1.0)
+    speed = gemm_gflops(M, N)
+    aux_mb = (2 + 2 * n_in + s) * M * N * 8 / 1e6
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    print(f"{name} (3,{M}) N={N}: {dt:.3f} s/iteration; GEMM work ~{units:.0f} G = {units * G / 1e9:.1f} GFLOP "
+          f"(1 trial per block); GEMM speed {speed:.1f} GFLOP/s -> floor {units * G / 1e9 / speed:.3f} s; "
+          f"ratio {dt / (units * G / 1e9 / speed):.1f}x; auxiliary variables {aux_mb:.0f} MB; "
+          f"peak RSS so far {peak:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -37,10 +37,10 @@ def main() -> None:
     s = Settings.coerce(spec.solvers["lysep"])
     for L, M in parse_sizes(a.sizes, spec):
         params0 = network.init_params(data.problem.n_in, L, M, a.seed)
-        it = LySepIteration(params0, ld, s)
         print(f"{spec.name} (L,M)=({L},{M}) seed {a.seed}")
         print(f"{'sweep':>5} {'J':>10} {'J_S':>10} {'lambda':>10} {'||W_L||':>10}")
-        with threadpool_limits(1), np.errstate(all="ignore"):
+        with threadpool_limits(1), np.errstate(all="ignore"):  # the set-up too: as the runner does it
+            it = LySepIteration(params0, ld, s)
             for k in range(1, a.sweeps + 1):
                 it.sweep()
                 if k % a.every == 0 or k <= 2:
