@@ -425,6 +425,9 @@ def verify(
     cheapest: bool = typer.Option(False, "--cheapest", metavar="",
                                   help="the K runs with the smallest recorded time instead of a random sample"),
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
+    weights: bool = typer.Option(False, "--weights", metavar="",
+                                 help="no training: re-evaluate J and l2 of the saved weights from data.npz "
+                                      "(seconds for the whole archive with --all)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results/paper"), "--results", parser=_path, help="archive to check"),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
@@ -449,11 +452,13 @@ def verify(
     picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
     estimate = sum(r.seconds for r in picked)
     typer.echo(f"verifying {len(picked)} of {len(pool)} archived run(s) under {results}/ "
-               f"(about {estimate:.0f} s of recorded run time)", err=True)
+               + ("(their saved weights, re-evaluated)" if weights else
+                  f"(about {estimate:.0f} s of recorded run time)"), err=True)
     by_name = {s.name: s for s in chosen}
+    check_one = verifier.reevaluate if weights else verifier.verify
     bad = 0
     for rec in picked:
-        check = verifier.verify(by_name[rec.experiment], rec, results)
+        check = check_one(by_name[rec.experiment], rec, results)
         bad += not check.ok
         typer.echo(check.line())
     typer.echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"

@@ -9,6 +9,10 @@ weights is at most ``TOLERANCE``.
 
     relative difference = |new - archived| / |archived|  per final value and history entry,
                           ||new - archived|| / ||archived||  per weight array.
+
+``lysep verify --weights`` does not train: :func:`reevaluate` computes J and the l2 error of each run's
+saved network from the archive's own files (the weights NPZ and the experiment's ``data.npz``) and
+compares them with the record's final values, under the same rule.  Seconds for the whole archive.
 """
 
 from __future__ import annotations
@@ -19,8 +23,12 @@ from typing import Iterable
 
 import numpy as np
 
-from . import records
+from threadpoolctl import threadpool_limits
+
+from . import network, records
+from .metrics import finite_or_none, relative_l2
 from .network import Params
+from .problems import make_problem
 from .runner import RunKey, execute
 from .runrecord import RunRecord
 from .specs import ExperimentSpec
@@ -39,6 +47,9 @@ class Check:
     kernels: tuple[str | None, str | None] = (None, None)
     """BLAS kernel of the archived run and of the rerun (``versions.blas_core``; None where unrecorded)."""
 
+    what: str = "rerun"
+    """"rerun" (trained again) or "weights" (the saved network re-evaluated)."""
+
     @property
     def ok(self) -> bool:
         return self.identical or self.max_rel <= TOLERANCE
@@ -47,7 +58,8 @@ class Check:
         r = self.record
         cell = f"{r.experiment} {r.solver} L{r.L}-M{r.M} seed {r.seed}"
         if self.identical:
-            return f"ok        {cell}: bit-identical"
+            return f"ok        {cell}: " + ("bit-identical" if self.what == "rerun" else
+                                           "J and l2 of the saved weights bit-identical to the record")
         verdict = "ok" if self.ok else "MISMATCH"
         text = f"{verdict:<9} {cell}: largest relative difference {self.max_rel:.3e} ({self.where})"
         old, new = self.kernels
@@ -116,6 +128,23 @@ def verify(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path) -> 
     worst, where, identical = differences(record, archived_params, rerun, params)
     return Check(record, worst, where, identical,
                  (record.versions.get("blas_core"), rerun.versions.get("blas_core")))
+
+
+def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path) -> Check:
+    """J (`eq:J-elliptic` & co.) and the relative l2 error of the saved network, from the archive's
+    files alone (the record's weights NPZ, the experiment's data.npz), against the record's final J, l2."""
+    _, npz_path = records.record_paths(results_dir, record.experiment, record.solver, record.L, record.M,
+                                       record.seed)
+    params = records.load_params(npz_path)
+    Z_train, Z_test = records.load_data(results_dir, record.experiment)
+    problem = make_problem(spec.pde, spec.d, spec.solution)
+    with threadpool_limits(limits=1), np.errstate(all="ignore"):  # as the runner computed them
+        J = network.pinn_loss(params, Z_train, problem.coefficients(Z_train), problem.rhs(Z_train))
+        l2 = relative_l2(problem, params, Z_test)
+    seen = [(_rel(finite_or_none(J), record.final.J), "final J", finite_or_none(J) == record.final.J),
+            (_rel(finite_or_none(l2), record.final.l2), "final l2", finite_or_none(l2) == record.final.l2)]
+    worst = max(seen, key=lambda x: x[0])
+    return Check(record, worst[0], worst[1], all(x[2] for x in seen), what="weights")
 
 
 def candidates(loaded_records: Iterable[RunRecord]) -> list[RunRecord]:

@@ -146,3 +146,24 @@ def test_an_archive_with_an_altered_npz_fails_even_when_the_sample_passes(archiv
     assert "1 of 1 run(s) reproduce the archive" in r.output
     assert "does not match the record's sha256" in r.output
     assert "1 archived record(s) do not read" in r.output and "the archive does not verify" in r.output
+
+
+def test_weights_mode_reevaluates_without_training_and_catches_an_altered_network(archive, tmp_path):
+    config, results = archive
+    r = _verify(config, results, "--all", "--weights")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("J and l2 of the saved weights bit-identical to the record") == 2
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    path = _record(copy, 0)  # the network altered and the record re-sealed: only a re-evaluation sees it
+    rec = records.read_record(path)
+    params = records.load_params(path.with_suffix(".npz"))
+    params[-1] = (params[-1][0] * (1 + 1e-6), params[-1][1])
+    records.write_record(copy, rec.with_(weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history))),
+                         params)
+    r = _verify(config, copy, "--all", "--weights")
+    assert r.exit_code == 1, r.output
+    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 0: largest relative difference" in r.output
+    assert "1 of 2 run(s) reproduce the archive; 1 do not" in r.output
