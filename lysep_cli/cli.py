@@ -485,7 +485,7 @@ def status(
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
-    from .status import archive_status, render_status
+    from .status import archive_status, files_size, render_status
 
     try:
         chosen = _report_specs(config, experiments, results, out, iterations)
@@ -499,7 +499,8 @@ def status(
     if not cells:
         _nothing_to_show(results, chosen, sel)
     paper = {s.name for s in chosen if s.table is not None}
-    _emit(render_status(cells, sel.iterations, str(results), paper, summary), out)
+    size = files_size(results, sorted({c.experiment for c in cells}))
+    _emit(render_status(cells, sel.iterations, str(results), paper, summary, size), out)
     if check and any(c.missing for c in cells):
         raise typer.Exit(1)
 

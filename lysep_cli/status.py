@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .checkpoint import checkpoint_path, saved_sweeps
 
+from .records import record_files
 from .reporting import Selection, display_name, solver_key
 from .runrecord import RunRecord
 from .specs import ExperimentSpec
@@ -137,8 +138,28 @@ def _hours(seconds: float) -> str:
     return "–" if not math.isfinite(seconds) else f"{seconds / 3600:.2f}"
 
 
+def files_size(results_dir: str | Path, experiments: list[str]) -> tuple[int, int, int]:
+    """(record files, bytes of the JSON records, bytes of their NPZ files and the data sets) of
+    ``experiments`` under ``results_dir``: what an archive of them weighs (figures and tables aside)."""
+    n = json_bytes = npz_bytes = 0
+    for path in record_files(results_dir, experiments):
+        n += 1
+        json_bytes += _size(path)
+        npz_bytes += _size(path.with_suffix(".npz"))
+    for name in experiments:
+        npz_bytes += _size(Path(results_dir) / name / "data.npz")
+    return n, json_bytes, npz_bytes
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def render_status(cells: list[CellStatus], iterations: dict[str, int], results: str, paper: set[str],
-                  summary: bool = False) -> str:
+                  summary: bool = False, size: tuple[int, int, int] | None = None) -> str:
     """Markdown: one row per cell, then the totals (runs, hours, what is left) and the machines; the
     totals alone with ``summary``.
 
@@ -181,6 +202,10 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
                  + (f", plus {sum(len(c.missing) for c in guessed)} run(s) in {len(guessed)} cell(s) with no "
                     "seed finished (no estimate)" if guessed else ""))
     lines.append(text)
+    if size is not None:
+        n, js, nz = size
+        lines.append(f"- files: {n} run record(s), {(js + nz) / 1e6:.1f} MB (JSON {js / 1e6:.1f} MB, weights, "
+                     f"histories and data sets {nz / 1e6:.1f} MB)")
     machines = sum((c.machines for c in cells), Counter())
     if machines:
         lines.append("- finished runs by machine and BLAS kernel: "

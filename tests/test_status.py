@@ -104,3 +104,16 @@ def test_summary_is_the_totals_alone(tmp_path):
     full, summary = cli.invoke(app, args).output, cli.invoke(app, [*args, "--summary"]).output
     assert summary.startswith("- paper's (cell, solver) pairs complete: 1 of 4")
     assert "|" not in summary and full.endswith(summary)
+
+
+def test_the_files_line_weighs_the_records_of_the_experiments_shown(tmp_path):
+    config, results = _archive(tmp_path)
+    files = sorted((results / "elliptic-2d").glob("*/L*-M*/seed-*.*"))
+    expected = sum(p.stat().st_size for p in files) / 1e6
+    out = cli.invoke(app, ["status", "elliptic-2d", "--summary", "--config", str(config),
+                           "--results", str(results)]).output
+    assert f"- files: 5 run record(s), {expected:.1f} MB (JSON " in out
+    (results / "elliptic-2d" / "data.npz").write_bytes(b"x" * 300_000)  # the data set counts too
+    out = cli.invoke(app, ["status", "elliptic-2d", "--summary", "--config", str(config),
+                           "--results", str(results)]).output
+    assert f"- files: 5 run record(s), {expected + 0.3:.1f} MB (JSON " in out
