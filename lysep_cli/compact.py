@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .records import compact_record, record_files
+from .records import compact_record, file_bytes, record_files
 from .runrecord import RecordError
 
 
@@ -24,23 +24,17 @@ def compact_folder(results_dir: str | Path) -> tuple[int, int, list[str], int]:
     problems: list[str] = []
     for json_path in record_files(results_dir):
         files = (json_path, json_path.with_suffix(".npz"))
-        before = sum(_size(p) for p in files)
+        before = sum(file_bytes(p) for p in files)
         try:
             if compact_record(json_path):
                 rewritten += 1
-                saved += before - sum(_size(p) for p in files)
+                saved += before - sum(file_bytes(p) for p in files)
             else:
                 kept += 1
         except (RecordError, OSError) as exc:
             problems.append(f"{json_path}: not compacted ({exc})")
     return rewritten, kept, problems, saved
 
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -73,6 +73,14 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return buf.getvalue()
 
 
+def file_bytes(path: Path) -> int:
+    """Size of the file at ``path`` in bytes; 0 when it is missing or unreadable."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -168,7 +176,8 @@ def read_record(json_path: str | Path) -> RunRecord:
         data: bytes | None = npz_path.read_bytes()
     except OSError:
         data = None
-    record = _parse(obj, data, npz_path.name)
+    digest = None if data is None else sha256(data)
+    record = _parse(obj, data, npz_path.name, digest)
     expected_json, _ = record_paths(json_path.parent.parent.parent.parent, *record.cell)
     try:
         elsewhere = expected_json.resolve() != json_path.resolve()
@@ -178,14 +187,15 @@ def read_record(json_path: str | Path) -> RunRecord:
         raise RecordError(f"record of {record.cell} found at another place")
     if data is None:
         raise RecordError(f"weights file {npz_path.name} missing")
-    if sha256(data) != record.weights_sha256:
+    if digest != record.weights_sha256:
         raise RecordError(f"weights file {npz_path.name} does not match the record's sha256 (truncated or replaced)")
     return record
 
 
-def _parse(obj: object, data: bytes | None, npz_name: str = "seed-<s>.npz") -> RunRecord:
+def _parse(obj: object, data: bytes | None, npz_name: str = "seed-<s>.npz", digest: str | None = None) -> RunRecord:
     """The validated record of a parsed JSON document; for schema 3 its histories are read from the
-    NPZ bytes ``data`` (after checking them against the record's ``weights_sha256``)."""
+    NPZ bytes ``data`` (after checking them against the record's ``weights_sha256``; ``digest``: their
+    sha256 when the caller has it)."""
     if isinstance(obj, dict) and obj.get("schema") == SCHEMA and isinstance(obj.get("history"), dict):
         names = obj["history"]
         bad = sorted(str(k) for k, v in names.items() if v not in (None, IN_NPZ))
@@ -194,7 +204,7 @@ def _parse(obj: object, data: bytes | None, npz_name: str = "seed-<s>.npz") -> R
         if any(v == IN_NPZ for v in names.values()):
             if data is None:
                 raise RecordError(f"weights file {npz_name} missing")
-            if sha256(data) != obj.get("weights_sha256"):
+            if (digest or sha256(data)) != obj.get("weights_sha256"):
                 raise RecordError(f"weights file {npz_name} does not match the record's sha256 (truncated or replaced)")
             obj = {**obj, "history": {k: None if v is None else _npz_series(data, k, npz_name)
                                       for k, v in names.items()}}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .checkpoint import checkpoint_path, saved_sweeps
 
-from .records import record_files
+from .records import file_bytes, record_files
 from .reporting import Selection, display_name, solver_key
 from .runrecord import RunRecord
 from .specs import ExperimentSpec
@@ -144,18 +144,12 @@ def files_size(results_dir: str | Path, experiments: list[str]) -> tuple[int, in
     n = json_bytes = npz_bytes = 0
     for path in record_files(results_dir, experiments):
         n += 1
-        json_bytes += _size(path)
-        npz_bytes += _size(path.with_suffix(".npz"))
+        json_bytes += file_bytes(path)
+        npz_bytes += file_bytes(path.with_suffix(".npz"))
     for name in experiments:
-        npz_bytes += _size(Path(results_dir) / name / "data.npz")
+        npz_bytes += file_bytes(Path(results_dir) / name / "data.npz")
     return n, json_bytes, npz_bytes
 
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def render_status(cells: list[CellStatus], iterations: dict[str, int], results: str, paper: set[str],
