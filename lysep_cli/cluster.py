@@ -89,7 +89,7 @@ def parse_address(text: str, what: str = "--scheduler") -> Target | None:
         if text == "local":
             return Target(local_workers=default_workers())
         n = text.split(":", 1)[1]
-        if not n.isdecimal() or int(n) < 1:  # (isdigit() also passes "²", which int() refuses)
+        if not (n.isascii() and n.isdecimal()) or int(n) < 1:  # 0-9 alone ("²", "٣" are not N)
             raise ClusterError(f"{what}: expected local:N with N >= 1 workers, got {text!r}")
         return Target(local_workers=int(n))
     url = text if "://" in text else f"tcp://{text}"

@@ -232,9 +232,10 @@ def select_experiments(specs: dict[str, ExperimentSpec], names: list[str] | None
 # ---------------------------------------------------------------------------------------------
 # CLI selectors.
 
-_SIZE = re.compile(r"^\s*(-?\d+)\s*[xX]\s*(-?\d+)\s*$")
-_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$")
-_INT = re.compile(r"^\s*-?\d+\s*$")
+# re.ASCII: \d is 0-9 alone (without it "٣x٥٠" or "３-５" would be read as numbers).
+_SIZE = re.compile(r"^\s*(-?\d+)\s*[xX]\s*(-?\d+)\s*$", re.ASCII)
+_RANGE = re.compile(r"^\s*(-?\d+)\s*-\s*(-?\d+)\s*$", re.ASCII)
+_INT = re.compile(r"^\s*-?\d+\s*$", re.ASCII)
 
 
 def _given(text: str | None, option: str) -> bool:

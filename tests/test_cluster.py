@@ -93,7 +93,7 @@ def test_parse_address(text, expected):
 
 
 @pytest.mark.parametrize("text", ["http://h:1", "tcp://h", "tcp://h:0", "tcp://h:99999", "tcp://h:1/x",
-                                  "local:0", "local:x", "", "tcp://:80"])
+                                  "local:0", "local:x", "local:٣", "", "tcp://:80"])
 def test_malformed_address(text):
     with pytest.raises(cluster.ClusterError):
         cluster.parse_address(text)

@@ -135,14 +135,14 @@ def test_selectors(tmp_path):
     assert parse_sizes(None, spec) == [(3, 6), (2, 5)]
     assert parse_sizes("3x50, 4X7,3x50", spec) == [(3, 50), (4, 7)]
     assert parse_sizes("smallest", spec) == [(3, 6)]
-    for bad in ("3x0", "1x5", "3", "3x5x2", "ax5"):
+    for bad in ("3x0", "1x5", "3", "3x5x2", "ax5", "٣x٥٠", "３x５０"):  # digits are 0-9 alone
         with pytest.raises(SpecError, match="--sizes"):
             parse_sizes(bad, spec)
     assert parse_seeds(None, spec) == [0, 1]
     assert parse_seeds("0-9", spec) == list(range(10))
     assert parse_seeds("0,3,5", spec) == [0, 3, 5]
     assert parse_seeds("0-2,7,1", spec) == [0, 1, 2, 7]
-    for bad in ("5-2", "-1", "a", "1-", "0,,1", "", " ", "0-100000000"):
+    for bad in ("5-2", "-1", "a", "1-", "0,,1", "", " ", "0-100000000", "٣", "０-９"):
         with pytest.raises(SpecError, match="--seeds"):
             parse_seeds(bad, spec)
     assert parse_seeds("0-99999", spec) == list(range(100000))  # linear, not quadratic
