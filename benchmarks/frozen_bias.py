@@ -1,24 +1,31 @@
 """LySep's 10-D J after sweep 1 is a least-squares W_L on the seeded network with b_L frozen at its seed.
 
-Usage: .venv/bin/python benchmarks/frozen_bias.py
+Usage: .venv/bin/python benchmarks/frozen_bias.py [--experiment elliptic-10d] [--sizes 3x50,3x100]
+                                                  [--seeds 0-9] [--results results/paper]
 
-For elliptic-10d-depth at (2,50) and (3,50) (the latter is the paper's cell), seeds 0 and 1, this prints
-two values of J. Both are computed on the seeded hidden layers: the output layer solved by least squares
-for W_L with b_L held at its seeded value, and the joint least-squares [W_L, b_L] (docs/results.md (c)).
+For each (L, M) and seed this computes, on the seeded hidden layers, J with the output layer solved by
+least squares for W_L with b_L held at its seeded value ("frozen b_L"), and J of the joint least-squares
+[W_L, b_L] ("joint"). Where the archive under --results holds that LySep run, it prints the run's J after
+sweep 1 and its final J beside them (docs/results.md (c)). Each size ends with the means over the seeds.
+Cheap: seconds per size, no training.
 """
 
 from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
 
+import argparse
+from pathlib import Path
+
 import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
 from lysep_cli import network
+from lysep_cli.records import read_record, record_paths
 from lysep_cli.dataset import experiment_data
 from lysep_cli.solvers.lysep_loss import LySepData, LySepState, fit_matrix
-from lysep_cli.specs import default_config, load_specs
+from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 
 
 def output_layer_J(params0: list, ld: LySepData, tr, joint: bool) -> float:
@@ -35,18 +42,45 @@ def output_layer_J(params0: list, ld: LySepData, tr, joint: bool) -> float:
     return network.pinn_loss(params, tr.Z, tr.coef, tr.Y)
 
 
+def archived(results: Path, experiment: str, L: int, M: int, seed: int) -> tuple[float, float] | None:
+    """(J after sweep 1, final J) of the archived LySep run, or None where there is none."""
+    json_path, _ = record_paths(results, experiment, "lysep", L, M, seed)
+    if not json_path.exists():
+        return None
+    record = read_record(json_path)
+    return record.history["J"][1], record.final.J
+
+
 def main() -> None:
-    spec = load_specs(default_config())["elliptic-10d-depth"]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--experiment", default="elliptic-10d")
+    ap.add_argument("--sizes", default=None, help="LxM list (default: the experiment's sizes)")
+    ap.add_argument("--seeds", default=None, help="e.g. 0-9 (default: the experiment's seeds)")
+    ap.add_argument("--results", type=Path, default=Path("results/paper"))
+    args = ap.parse_args()
+    spec = load_specs(default_config())[args.experiment]
     data = experiment_data(spec)
     tr = data.training
     ld = LySepData.build(tr.Z, tr.coef, tr.Y)
-    with threadpool_limits(limits=1):
-        for L in (2, 3):
-            for seed in (0, 1):
-                p0 = network.init_params(data.problem.n_in, L, 50, seed)
+    fmt = lambda x: "—" if x is None else f"{x:.3e}"  # noqa: E731
+    print(f"{args.experiment}: J on the seeded hidden layers, output layer by least squares")
+    with threadpool_limits(limits=1):  # as the runner builds LySep's first state
+        for L, M in parse_sizes(args.sizes, spec):
+            rows = []
+            for seed in parse_seeds(args.seeds, spec):
+                p0 = network.init_params(data.problem.n_in, L, M, seed)
                 frozen, joint = output_layer_J(p0, ld, tr, False), output_layer_J(p0, ld, tr, True)
-                print(f"L={L} seed {seed}: seeded b_L {float(p0[-1][1][0]):+.3f}; LS for W_L with b_L fixed "
-                      f"J {frozen:.3e}; joint W_L, b_L J {joint:.3e}")
+                run = archived(args.results, args.experiment, L, M, seed)
+                rows.append((frozen, joint, None if run is None else run[1]))
+                print(f"({L},{M}) seed {seed}: seeded b_L {float(p0[-1][1][0]):+.3f}; frozen b_L J {frozen:.3e}; "
+                      f"joint J {joint:.3e}; archived LySep J sweep 1 {fmt(run and run[0])}, "
+                      f"final {fmt(run and run[1])}")
+            a = np.array([[np.nan if x is None else x for x in r] for r in rows])
+            done = ~np.isnan(a[:, 2])
+            print(f"({L},{M}) means over {len(rows)} seeds: frozen b_L J {a[:, 0].mean():.3e}, joint J "
+                  f"{a[:, 1].mean():.3e}; over the {int(done.sum())} archived: frozen b_L J "
+                  f"{fmt(a[done, 0].mean() if done.any() else None)}, LySep final J "
+                  f"{fmt(a[done, 2].mean() if done.any() else None)}")
 
 
 if __name__ == "__main__":
