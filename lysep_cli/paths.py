@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -50,7 +51,18 @@ def writable_dir(path: Path, option: str) -> Path:
         raise SpecError(f"{option} {path}: cannot be created, {base} is not a directory")
     if not os.access(base, os.W_OK | os.X_OK):
         raise SpecError(f"{option} {path}: no permission to write in {base}")
+    _probe_write(base, path, option)
     return path
+
+
+def _probe_write(base: Path, path: Path, option: str) -> None:
+    """Create and remove an empty directory in ``base``: ``os.access`` says yes to root everywhere, and
+    to anyone on a read-only or virtual file system (``/proc``), where the real write then fails."""
+    try:
+        probe = tempfile.mkdtemp(prefix=".lysep-probe-", dir=base)
+    except OSError as exc:
+        raise SpecError(f"{option} {path}: cannot write in {base} ({exc.strerror or exc})") from None
+    os.rmdir(probe)
 
 
 @_one_line_errors

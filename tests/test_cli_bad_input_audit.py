@@ -114,6 +114,27 @@ def test_scheduler_local_superscript_digit(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
+# --results under a file system that refuses writes although os.access says yes (/proc; as root, any
+# directory): the plan was printed, then the first write failed with exit 1. Now a probe refuses it first.
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_results_where_nothing_can_be_written(tmp_path):
+    config = write_tiny(tmp_path)
+    result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
+                              "--config", str(config), "--results", "/proc/lysep-results"])
+    assert "cannot write in /proc" in _one_error_line(result)
+    assert result.stdout == ""
+    assert not os.path.exists("/proc/lysep-results")
+
+
+def test_write_probe_leaves_nothing(tmp_path):
+    from lysep_cli import paths
+    target = tmp_path / "new" / "results"
+    assert paths.writable_dir(target, "--results") == target
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
 # --out naming an existing file that is not a regular one: the atomic write would replace it (as root,
 # `--out /dev/stdout` replaced the /dev/stdout link with a file).
 
