@@ -20,13 +20,11 @@ import argparse
 
 import numpy as np
 import scipy.linalg
-from threadpoolctl import threadpool_limits
+from lysep_study import load, sweeps
 
 from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers.lysep import LySepIteration, Settings
 from lysep_cli.solvers.lysep_loss import LySepData, LySepState, fit_matrix, penalty, weights
-from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
+from lysep_cli.specs import parse_seeds, parse_sizes
 
 
 def least_squares_J(params: list, ld: LySepData, tr) -> float:
@@ -49,26 +47,20 @@ def main() -> None:
     p.add_argument("--sweeps", type=int, default=400)
     p.add_argument("--every", type=int, default=25)
     a = p.parse_args()
-    spec = load_specs(default_config())[a.experiment]
-    data = experiment_data(spec)
-    tr = data.training
-    ld = LySepData.build(tr.Z, tr.coef, tr.Y)
-    s = Settings.coerce(spec.solvers["lysep"])
+    study = load(a.experiment)
+    spec, ld, tr = study.spec, study.ld, study.tr
     (L, M), = parse_sizes(a.size, spec)
     print(f"{spec.name} (L,M)=({L},{M}), LySep as in the spec")
     print(f"{'seed':>4} {'sweep':>5} {'J':>9} {'J_S':>9} {'lambda':>9} {'J_LS':>9} {'max t':>8} {'|W_L|':>8}")
     for seed in parse_seeds(a.seeds, spec):
-        with threadpool_limits(1), np.errstate(all="ignore"):  # the set-up too: as the runner does it
-            it = LySepIteration(network.init_params(data.problem.n_in, L, M, seed), ld, s)
-            for k in range(1, a.sweeps + 1):
-                it.sweep()
-                if k % a.every == 0 or k == 1:
-                    params = it.st.params()
-                    J = network.pinn_loss(params, tr.Z, tr.coef, tr.Y)
-                    lam = penalty(it.terms, weights(it.st, ld))
-                    t_max = max(r.tau for r in it.rules.values())
-                    print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S:9.3e} {lam:9.2e} {least_squares_J(params, ld, tr):9.3e} "
-                          f"{t_max:8.1e} {np.linalg.norm(params[-1][0]):8.1e}", flush=True)
+        for k, it in sweeps(study, L, M, seed, a.sweeps):
+            if k % a.every == 0 or k == 1:
+                params = it.st.params()
+                J = study.loss(params)
+                lam = penalty(it.terms, weights(it.st, ld))
+                t_max = max(r.tau for r in it.rules.values())
+                print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S:9.3e} {lam:9.2e} {least_squares_J(params, ld, tr):9.3e} "
+                      f"{t_max:8.1e} {np.linalg.norm(params[-1][0]):8.1e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,11 @@ import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy load
 import argparse
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from lysep_study import load, sweeps
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers.lysep import LySepIteration, Settings
+from lysep_cli.solvers.lysep import LySepIteration
 from lysep_cli.solvers.lysep_loss import LySepData, weights
-from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
+from lysep_cli.specs import parse_seeds, parse_sizes
 
 
 def group_penalties(it: LySepIteration, ld: LySepData) -> dict[str, float]:
@@ -50,28 +48,22 @@ def main() -> None:
     p.add_argument("--sweeps", type=int, default=2000)
     p.add_argument("--every", type=int, default=500)
     a = p.parse_args()
-    spec = load_specs(default_config())[a.experiment]
-    data = experiment_data(spec)
-    tr = data.training
-    ld = LySepData.build(tr.Z, tr.coef, tr.Y)
-    s = Settings.coerce(spec.solvers["lysep"])
+    study = load(a.experiment)
+    spec, ld = study.spec, study.ld
     (L, M), = parse_sizes(a.size, spec)
     print(f"{spec.name} (L,M)=({L},{M}); |K-hat_i|_inf^2 = {np.array2string(ld.hj, precision=3)}")
     print(f"{'seed':>4} {'sweep':>5} {'J':>9} {'J_S':>9} {'J_S/J':>6} {'fit':>9} {'pen a1':>9} {'pen d1':>9} "
           f"{'pen a2':>9} {'pen d2':>9} {'pen q2':>9} {'J_S lam':>9} {'/J':>5}")
     for seed in parse_seeds(a.seeds, spec):
-        with threadpool_limits(1), np.errstate(all="ignore"):  # the set-up too: as the runner does it
-            it = LySepIteration(network.init_params(data.problem.n_in, L, M, seed), ld, s)
-            for k in range(1, a.sweeps + 1):
-                it.sweep()
-                if k % a.every == 0 or k == 1:
-                    J = network.pinn_loss(it.st.params(), tr.Z, tr.coef, tr.Y)
-                    g = group_penalties(it, ld)
-                    fit = float(it.terms.r @ it.terms.r) / ld.N
-                    js_lam = fit + sum(v for c, v in g.items() if c not in ("d1",))
-                    print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S:9.3e} {it.J_S / J:6.3f} {fit:9.3e} {g['a1']:9.2e} "
-                          f"{g['d1']:9.2e} {g['a2']:9.2e} {g['d2']:9.2e} {g['q2']:9.2e} {js_lam:9.3e} "
-                          f"{js_lam / J:5.2f}", flush=True)
+        for k, it in sweeps(study, L, M, seed, a.sweeps):
+            if k % a.every == 0 or k == 1:
+                J = study.loss(it.st.params())
+                g = group_penalties(it, ld)
+                fit = float(it.terms.r @ it.terms.r) / ld.N
+                js_lam = fit + sum(v for c, v in g.items() if c not in ("d1",))
+                print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S:9.3e} {it.J_S / J:6.3f} {fit:9.3e} {g['a1']:9.2e} "
+                      f"{g['d1']:9.2e} {g['a2']:9.2e} {g['d2']:9.2e} {g['q2']:9.2e} {js_lam:9.3e} "
+                      f"{js_lam / J:5.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,10 @@ import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy load
 import argparse
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from lysep_study import load, sweeps
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers.lysep import LySepIteration, Settings
-from lysep_cli.solvers.lysep_loss import LySepData, penalty, weights
-from lysep_cli.specs import default_config, load_specs, parse_sizes
+from lysep_cli.solvers.lysep_loss import penalty, weights
+from lysep_cli.specs import parse_sizes
 
 
 def main() -> None:
@@ -30,24 +27,16 @@ def main() -> None:
     p.add_argument("--sweeps", type=int, default=600)
     p.add_argument("--every", type=int, default=25)
     a = p.parse_args()
-    spec = load_specs(default_config())[a.experiment]
-    data = experiment_data(spec)
-    tr = data.training
-    ld = LySepData.build(tr.Z, tr.coef, tr.Y)
-    s = Settings.coerce(spec.solvers["lysep"])
-    for L, M in parse_sizes(a.sizes, spec):
-        params0 = network.init_params(data.problem.n_in, L, M, a.seed)
-        print(f"{spec.name} (L,M)=({L},{M}) seed {a.seed}")
+    study = load(a.experiment)
+    for L, M in parse_sizes(a.sizes, study.spec):
+        print(f"{study.spec.name} (L,M)=({L},{M}) seed {a.seed}")
         print(f"{'sweep':>5} {'J':>10} {'J_S':>10} {'lambda':>10} {'||W_L||':>10}")
-        with threadpool_limits(1), np.errstate(all="ignore"):  # the set-up too: as the runner does it
-            it = LySepIteration(params0, ld, s)
-            for k in range(1, a.sweeps + 1):
-                it.sweep()
-                if k % a.every == 0 or k <= 2:
-                    J = network.pinn_loss(it.st.params(), tr.Z, tr.coef, tr.Y)
-                    lam = penalty(it.terms, weights(it.st, ld))
-                    WL = float(np.linalg.norm(it.st.v[f"W{L}"]))
-                    print(f"{k:>5} {J:10.3e} {it.J_S:10.3e} {lam:10.3e} {WL:10.3e}", flush=True)
+        for k, it in sweeps(study, L, M, a.seed, a.sweeps):
+            if k % a.every == 0 or k <= 2:
+                J = study.loss(it.st.params())
+                lam = penalty(it.terms, weights(it.st, study.ld))
+                WL = float(np.linalg.norm(it.st.v[f"W{L}"]))
+                print(f"{k:>5} {J:10.3e} {it.J_S:10.3e} {lam:10.3e} {WL:10.3e}", flush=True)
 
 
 if __name__ == "__main__":
