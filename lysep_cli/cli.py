@@ -347,6 +347,17 @@ def _nothing_to_show(results: Path, chosen: list[ExperimentSpec], sel: Any) -> N
     _fail(text, code=1)
 
 
+def _shown(results: Path, chosen: list[ExperimentSpec], iterations: Optional[int],
+           named: bool) -> tuple[Any, list[ExperimentSpec]]:
+    """The records selected, and the experiments a report shows: those named, else those with records
+    (none at all ends the command: exit 1, one line)."""
+    sel = _selection(results, chosen, iterations)
+    shown = chosen if named else [s for s in chosen if sel.of(s.name)]
+    if not any(sel.of(s.name) for s in shown):
+        _nothing_to_show(results, chosen, sel)
+    return sel, shown
+
+
 def _report_specs(config: Optional[Path], experiments: Optional[list[str]], results: Path,
                   out: Optional[Path], iterations: Optional[int], out_is_dir: bool = False) -> list[ExperimentSpec]:
     """Checked inputs of a report command: the experiments asked for (all when none named)."""
@@ -378,10 +389,7 @@ def table(
         chosen = _report_specs(config, experiments, results, out, iterations)
     except SpecError as exc:
         _fail(str(exc))
-    sel = _selection(results, chosen, iterations)
-    shown = chosen if experiments else [s for s in chosen if sel.of(s.name)]
-    if not any(sel.of(s.name) for s in shown):
-        _nothing_to_show(results, chosen, sel)
+    sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     _emit(tables.render_tables(sel, shown, fmt, standalone=standalone), out)
 
 
@@ -407,10 +415,7 @@ def compare(
         chosen = _report_specs(config, experiments, results, out, iterations)
     except SpecError as exc:
         _fail(str(exc))
-    sel = _selection(results, chosen, iterations)
-    shown = chosen if experiments else [s for s in chosen if sel.of(s.name)]
-    if not any(sel.of(s.name) for s in shown):
-        _nothing_to_show(results, chosen, sel)
+    sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     names = [s.name for s in shown]
     _emit(render_headline(sel, names) if headline else render_comparison(sel, names, fmt), out)
 
@@ -522,9 +527,7 @@ def plot(
         paths.writable_dir(out_dir, "--out")
     except SpecError as exc:
         _fail(str(exc))
-    sel = _selection(results, chosen, iterations)
-    if not sel.of(experiment):
-        _nothing_to_show(results, chosen, sel)
+    sel, _ = _shown(results, chosen, iterations, named=True)
     from .plots import plot_experiment
 
     for path in plot_experiment(sel.of(experiment), experiment, out_dir):
@@ -602,9 +605,7 @@ def study_depth(
         chosen = _report_specs(config, [experiment], results, out, iterations)
     except SpecError as exc:
         _fail(str(exc))
-    sel = _selection(results, chosen, iterations)
-    if not sel.of(experiment):
-        _nothing_to_show(results, chosen, sel)
+    sel, _ = _shown(results, chosen, iterations, named=True)
     df = depth_summary(sel.of(experiment), chosen[0], results)
     _emit(render_depth_markdown(df, chosen[0], sel.iterations[experiment]), out)
 
