@@ -34,7 +34,7 @@ def _one_line_errors(check: Callable[[Path, str], Path]) -> Callable[[Path, str]
 def _nearest_existing(path: Path) -> Path:
     path = path.absolute()
     for candidate in (path, *path.parents):
-        if candidate.exists():
+        if candidate.exists() or candidate.is_symlink():  # a dangling link or a loop is in the way too
             return candidate
     return Path("/")
 
@@ -45,10 +45,11 @@ def writable_dir(path: Path, option: str) -> Path:
     if str(path) == "":
         raise SpecError(f"{option}: empty path")
     base = _nearest_existing(path)
+    dangling = " (a symbolic link to nothing, or a loop)" if base.is_symlink() and not base.exists() else ""
     if base == path.absolute() and not base.is_dir():
-        raise SpecError(f"{option} {path}: exists and is not a directory")
+        raise SpecError(f"{option} {path}: exists and is not a directory{dangling}")
     if not base.is_dir():
-        raise SpecError(f"{option} {path}: cannot be created, {base} is not a directory")
+        raise SpecError(f"{option} {path}: cannot be created, {base} is not a directory{dangling}")
     if not os.access(base, os.W_OK | os.X_OK):
         raise SpecError(f"{option} {path}: no permission to write in {base}")
     _probe_write(base, path, option)

@@ -127,6 +127,18 @@ def test_results_where_nothing_can_be_written(tmp_path):
     assert not os.path.exists("/proc/lysep-results")
 
 
+@pytest.mark.parametrize("target", ["loop", "loop/sub", "dangling"])
+def test_results_through_a_broken_link(tmp_path, target):
+    """A symbolic link loop or a link to nothing: the plan was printed, then mkdir failed (exit 1)."""
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere" / "at-all")
+    config = write_tiny(tmp_path)
+    result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
+                              "--config", str(config), "--results", str(tmp_path / target)])
+    assert "symbolic link to nothing, or a loop" in _one_error_line(result)
+    assert result.stdout == ""
+
+
 def test_write_probe_leaves_nothing(tmp_path):
     from lysep_cli import paths
     target = tmp_path / "new" / "results"
