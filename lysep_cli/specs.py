@@ -182,6 +182,29 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
                           parsed_solvers, table, solution)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, except that a key given twice in one mapping is an error: plain PyYAML keeps
+    the last value, so a repeated ``n_train:`` or ``lr:`` would silently change a run. Keys brought in
+    by a merge (``<<: *anchor``) may still be overridden."""
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if repeated:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
+                                                            key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
     """Read and validate an experiments file; returns name -> spec in file order."""
     path = Path(path)
@@ -193,7 +216,7 @@ def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         raise ck.fail(None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -39,7 +39,7 @@ BAD = [
     ("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}", "      pinn: 3", "solvers.pinn"),
     ("    seeds: [0, 1]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final",
      "    seeds: [0, 0]\n    solvers:\n      pinn: {lr: 1.0e-3, lr_final", "seeds"),
-    ("    solution: exp-sin\n", "    solution: exp-sin\n    d: 3\n", "d"),  # duplicate key -> last wins, 3-D exp-sin
+    ("    d: 2\n", "    d: 3\n", "'solution'"),  # 3-D exp-sin (a key given twice: test_a_key_given_twice_is_an_error)
     ("    d: 2\n", "    d: 40\n", "'d'"),  # rejection sampling would never finish
 ]
 
@@ -121,6 +121,25 @@ def test_missing_key_and_broken_yaml(tmp_path):
         load_specs(path)
     with pytest.raises(SpecError, match="cannot read"):
         load_specs(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize("old, new, key", [
+    ("    n_test: 40\n", "    n_test: 40\n    n_test: 400\n", "n_test"),
+    ("pinn: {lr: 1.0e-3,", "pinn: {lr: 1.0e-3, lr: 5.0e-3,", "lr"),
+])
+def test_a_key_given_twice_is_an_error(tmp_path, old, new, key):
+    """Plain YAML keeps the last of two equal keys: a run would silently use the other value."""
+    path = write_tiny(tmp_path, TINY_YAML.replace(old, new, 1))
+    with pytest.raises(SpecError, match=f"invalid YAML at line .*: duplicate key '{key}'"):
+        load_specs(path)
+
+
+def test_a_merged_key_may_be_overridden(tmp_path):
+    text = TINY_YAML.replace("  elliptic-2d:\n", "  elliptic-2d: &e2\n", 1)
+    text += "  elliptic-2d-copy:\n    <<: *e2\n    n_test: 30\n"
+    specs = load_specs(write_tiny(tmp_path, text))
+    assert specs["elliptic-2d-copy"].n_test == 30 and specs["elliptic-2d"].n_test == 40
+    assert specs["elliptic-2d-copy"].sizes == specs["elliptic-2d"].sizes
 
 
 def test_select_experiments(tmp_path):
