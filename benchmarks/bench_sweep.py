@@ -18,6 +18,12 @@ definitions of the fast-kernels issue:
     LySep: gradient + one trial per block, closed forms and the bound's forward pass (about 148
            products at elliptic-10d; at two trials per block the engine does about 169)
 
+The extra baselines (``--solvers pinn-adam,pinn-lbfgs,pinn-lm``, ``make extras``) are timed the same
+way: Adam and LM over iterations 2-6, L-BFGS over 10-30 (``--lbfgs-short``, ``--lbfgs-long``: its
+iterations vary with the line search); their full-sweep figure counts ``--extra-seeds`` seeds per cell
+(3, as ``make extras``) and LM's run ``min(iterations, max_iterations)`` iterations.  Only PINN, Adam
+(the same products) and LySep have a GEMM floor.
+
 ``--peer DIR`` runs the same cells with the lysep_cli package of another checkout (e.g. the commit
 before a change) in alternation with ours, so before/after are measured side by side in one run.
 The full-sweep figure is sum over cells of seeds x (overhead + iterations x s/iteration).
@@ -79,8 +85,10 @@ def gemm_units(solver: str, n_in: int, s: int, L: int = 3) -> float:
     q_{l-1} 2 s (l-1 >= 2), W_l 2c, b_l 2; then W_L 1 and the bound check's PINN pass (L-2)(1 + 2 n_in),
     with c = 1 + n_in + s.  At L = 3 this is the count of benchmarks/bench_lysep.py.
     """
-    if solver == "pinn":
+    if solver in ("pinn", "pinn-adam"):
         return 3.0 * (1 + n_in + s) * (L - 2)
+    if solver != "lysep":
+        return 0.0  # L-BFGS, LM: no floor defined
     c = 1 + n_in + s
     units = 1 + (L - 2) * (1 + 2 * n_in)  # W_L, bound check
     for l in range(2, L):
@@ -101,6 +109,9 @@ def main() -> None:
     ap.add_argument("--long", type=int, default=6, help="PINN: iterations of the long run")
     ap.add_argument("--lysep-short", type=int, default=20, help="LySep: sweeps of the short run")
     ap.add_argument("--lysep-long", type=int, default=40, help="LySep: sweeps of the long run")
+    ap.add_argument("--lbfgs-short", type=int, default=10, help="L-BFGS: iterations of the short run")
+    ap.add_argument("--lbfgs-long", type=int, default=30, help="L-BFGS: iterations of the long run")
+    ap.add_argument("--extra-seeds", type=int, default=3, help="seeds per cell of an extra baseline")
     ap.add_argument("--repeats", type=int, default=2, help="each count timed this often; the minimum is kept")
     ap.add_argument("--cells", default=None, help="experiment:M or experiment:LxM,... (default: every cell)")
     ap.add_argument("--solvers", default="pinn,lysep")
@@ -118,11 +129,13 @@ def main() -> None:
     specs = load_specs(str(ROOT / "experiments.yaml"))
     wanted = None if args.cells is None else {tuple(c.split(":")) for c in args.cells.split(",")}
     impls = {"ours": ""} | ({"peer": str(Path(args.peer).resolve())} if args.peer else {})
-    counts_of = {"pinn": [args.short, args.long], "lysep": [args.lysep_short, args.lysep_long]}
+    counts_of = {"pinn": [args.short, args.long], "lysep": [args.lysep_short, args.lysep_long],
+                 "pinn-adam": [args.short, args.long], "pinn-lbfgs": [args.lbfgs_short, args.lbfgs_long],
+                 "pinn-lm": [args.short, args.long]}
     rows, totals = [], {k: 0.0 for k in impls}
     totals_by_solver = {(k, s): 0.0 for k in impls for s in args.solvers.split(",")}
-    head = f"{'cell':<20} {'solver':<6} " + " ".join(f"{k + ' s/it':>11}" for k in impls)
-    head += f" {'floor s/it':>10} {'ours/floor':>10}" + (f" {'peer/ours':>9}" if args.peer else "")
+    head = f"{'cell':<20} {'solver':<10} " + " ".join(f"{k + ' s/it':>11}" for k in impls)
+    head += f" {'floor s/it':>10} {'ours/floor':>10} {'run s':>8}" + (f" {'peer/ours':>9}" if args.peer else "")
     print(head, flush=True)
     for spec in specs.values():
         if wanted is None and spec.table is None:
@@ -141,23 +154,29 @@ def main() -> None:
                     t1, t2 = m["seconds"]
                     per_it = (t2 - t1) / (counts[1] - counts[0])
                     overhead = max(0.0, t1 - counts[0] * per_it)
-                    run_s = overhead + spec.iterations * per_it
+                    iterations = spec.iterations
+                    if solver == "pinn-lm":
+                        iterations = min(iterations, spec.solvers[solver].max_iterations)
+                    run_s = overhead + iterations * per_it
+                    seeds = len(spec.seeds) if solver in ("pinn", "lysep", "rfls") else args.extra_seeds
                     row[name] = {"s_per_it": per_it, "overhead_s": overhead, "run_s": run_s,
+                                 "iterations": iterations, "seeds": seeds,
                                  "gflops": m["gflops"], "package": m["package"]}
-                    totals[name] += run_s * len(spec.seeds)
-                    totals_by_solver[name, solver] += run_s * len(spec.seeds)
+                    totals[name] += run_s * seeds
+                    totals_by_solver[name, solver] += run_s * seeds
                 floor = gemm_units(solver, n_in, s, L) * 2.0 * M * M * spec.n_train / 1e9 / row["ours"]["gflops"]
                 row["floor_s_per_it"] = floor
                 rows.append(row)
-                line = f"{spec.name + f' ({L},{M})':<20} {solver:<6} "
+                line = f"{spec.name + f' ({L},{M})':<20} {solver:<10} "
                 line += " ".join(f"{row[k]['s_per_it']:>11.4f}" for k in impls)
                 line += f" {floor:>10.4f} {row['ours']['s_per_it'] / floor:>10.2f}" if floor > 0 else f" {'-':>10} {'-':>10}"
+                line += f" {row['ours']['run_s']:>8.1f}"
                 if args.peer:
                     line += f" {row['peer']['s_per_it'] / row['ours']['s_per_it']:>9.2f}"
                 print(line, flush=True)
     for name in impls:
         parts = ", ".join(f"{s} {totals_by_solver[name, s] / 3600:.2f}" for s in args.solvers.split(","))
-        print(f"full sweep, {name}: {totals[name] / 3600:.2f} CPU-hours ({parts}; spec iterations x seeds, "
+        print(f"full sweep, {name}: {totals[name] / 3600:.2f} CPU-hours ({parts}; iterations x seeds per cell, "
               f"one thread)")
     if args.json:
         Path(args.json).write_text(json.dumps({"counts": counts_of, "rows": rows, "cpu_hours": {
