@@ -6,7 +6,8 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 - 1: done, but not everything asked for: a run failed with an error (no record written for it; the other
   runs finished), or ``table`` / ``compare`` / ``plot`` found no run record matching the spec.
 - 2: bad input (spec file, experiment name, selectors, settings, paths, scheduler address or file,
-  records that would be overwritten without ``--force``): one line on stderr, nothing written.
+  records that would be overwritten without ``--force``, runs another ``lysep run`` is making): one line
+  on stderr, nothing written.
 - 130 / 143: interrupted by Ctrl-C (SIGINT) / terminated by SIGTERM: finished runs kept, runs in flight
   leave no record (a LySep run leaves its checkpoint, to resume from).
 """
@@ -23,7 +24,7 @@ from typing import Any, Callable, NoReturn, Optional, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from . import atomic, interrupts, paths, records, specs
+from . import atomic, interrupts, locks, paths, records, specs
 from .specs import ExperimentSpec, SpecError
 
 #: click's base exception class, found through typer (which may vendor click)
@@ -146,17 +147,6 @@ def _emit(text: str, out: Optional[Path]) -> None:
         typer.echo(f"wrote {out}", err=True)
 
 
-def _seed_ranges(seeds: tuple[int, ...]) -> str:
-    parts, start = [], None
-    for i, s in enumerate(seeds):
-        if start is None:
-            start = s
-        if i + 1 == len(seeds) or seeds[i + 1] != s + 1:
-            parts.append(str(start) if start == s else f"{start}-{s}")
-            start = None
-    return ",".join(parts)
-
-
 def _version(value: bool) -> None:
     if value:
         try:
@@ -186,13 +176,26 @@ def list_(config: Optional[Path] = typer.Option(None, "--config", parser=_path, 
         typer.echo(f"{s.name}  ({where})  {s.pde}, d = {s.d}{sol}")
         typer.echo("  sizes (L,M): " + " ".join(f"({L},{M})" for L, M in s.sizes))
         typer.echo(f"  n_train {s.n_train}, n_test {s.n_test}, iterations {s.iterations}, "
-                   f"seeds {_seed_ranges(s.seeds)}")
+                   f"seeds {specs.seed_ranges(s.seeds)}")
         for name, settings in s.solvers.items():
             typer.echo(f"  {name}: {settings.to_dict()}")
 
 
 # ---------------------------------------------------------------------------------------------
 # lysep run
+
+
+def _locked_plan(held: locks.RunLocks, experiment: str, results: Path, plan: Any,
+                 make_plan: Callable[[], Any], check: Callable[[Any], None]) -> Any:
+    """The plan of ``lysep run`` once ``held`` has locked all the runs it makes (and copies): lock what
+    ``plan`` would make, plan again (another process may have finished some meanwhile) and ``check``
+    it, until nothing new is to lock.  :class:`locks.Busy` when another lysep run holds any of them."""
+    while True:
+        keys = list(plan.todo) + [key for key, _ in plan.copies]
+        if not held.acquire(results, experiment, [(k.solver, k.L, k.M, k.seed) for k in keys]):
+            return plan
+        plan = make_plan()
+        check(plan)
 
 
 def _check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: int) -> None:
@@ -255,59 +258,70 @@ def run(
     except (SpecError, cluster.ClusterError) as exc:
         _fail(str(exc))
     its = iterations if iterations is not None else spec.iterations
-    plan = runner.plan_runs(spec, solvers, size_list, seed_list, its, results, force)
-    if target is None and plan.todo:  # (on a cluster, the workers' memory is theirs to judge)
-        try:
-            _check_memory(spec, sorted({(k.L, k.M) for k in plan.todo}), min(jobs, len(plan.todo)))
-        except SpecError as exc:
-            _fail(str(exc))
-    if plan.conflicts and not force:
-        _, path, why = plan.conflicts[0]
-        _fail(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, settings, "
-              f"data or lysep version (e.g. {path}: {why}); nothing was run. Use --force to replace them, or another --results "
-              "directory")
+    held = locks.RunLocks()  # dropped at the end of the command (or of the process, however it ends)
     session = None
-    if target is not None and plan.todo:
-        try:
-            session = cluster.Session.open(target, timeout=connect_timeout)
-        except cluster.ClusterError as exc:
-            _fail(str(exc))
-    for path in atomic.remove_stale(results / spec.name):
-        _warn(f"removed {path} (left by an interrupted lysep)")
-    for _, problem in plan.invalid[:5]:
-        _warn(f"{problem}; redoing this run")
-    if len(plan.invalid) > 5:
-        _warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
-    replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
-    where = f"scheduler {session.describe()}" if session is not None else f"jobs {jobs}"
-    copied = (f", {len(plan.copies)} copied from identical runs of "
-              f"{', '.join(sorted({path.parts[-4] for _, path in plan.copies}))}") if plan.copies else ""
-    typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do{copied}, {len(plan.skipped)} skipped (record exists)"
-               f"{replaced}; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
-    from .progress import RichReporter
-
-    reporter = RichReporter(spec.name)
     try:
-        sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter,
-                                      cluster=session, copies=plan.copies)
-    except KeyboardInterrupt as exc:
-        typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
-                   "flight left no record (LySep: a checkpoint); rerun the same command to resume", err=True)
-        raise typer.Exit(interrupts.exit_code(exc)) from None
+        def check(plan: Any) -> None:  # before anything is locked or written
+            if target is None and plan.todo:  # (on a cluster, the workers' memory is theirs to judge)
+                _check_memory(spec, sorted({(k.L, k.M) for k in plan.todo}), min(jobs, len(plan.todo)))
+            if plan.conflicts and not force:
+                _, path, why = plan.conflicts[0]
+                raise SpecError(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, "
+                                f"settings, data or lysep version (e.g. {path}: {why}); nothing was run. Use "
+                                "--force to replace them, or another --results directory")
+
+        def make_plan() -> Any:
+            return runner.plan_runs(spec, solvers, size_list, seed_list, its, results, force)
+
+        try:  # bad input ends the command before anything is locked or written
+            plan = make_plan()
+            check(plan)
+            if target is not None and plan.todo:
+                session = cluster.Session.open(target, timeout=connect_timeout)
+            plan = _locked_plan(held, spec.name, results, plan, make_plan, check)
+        except (SpecError, cluster.ClusterError) as exc:  # locks.Busy: another lysep run makes some of them
+            _fail(str(exc))
+        for path in atomic.remove_stale(results / spec.name):
+            _warn(f"removed {path} (left by an interrupted lysep)")
+        for _, problem in plan.invalid[:5]:
+            _warn(f"{problem}; redoing this run")
+        if len(plan.invalid) > 5:
+            _warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
+        replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
+        where = f"scheduler {session.describe()}" if session is not None else f"jobs {jobs}"
+        copied = (f", {len(plan.copies)} copied from identical runs of "
+                  f"{', '.join(sorted({path.parts[-4] for _, path in plan.copies}))}") if plan.copies else ""
+        typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do{copied}, {len(plan.skipped)} skipped (record exists)"
+                   f"{replaced}; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
+        from .progress import RichReporter
+
+        reporter = RichReporter(spec.name)
+        try:
+            sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter,
+                                          cluster=session, copies=plan.copies)
+        except KeyboardInterrupt as exc:
+            typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
+                       "flight left no record (LySep: a checkpoint); rerun the same command to resume", err=True)
+            raise typer.Exit(interrupts.exit_code(exc)) from None
+        finally:
+            if session is not None:
+                session.close()
+                session = None
+        if sweep.data_state == "corrupt" or (sweep.data_state == "missing" and plan.skipped):
+            _warn(f"{records.data_path(results, spec.name)} was {sweep.data_state}: restored")
+        copied = f", {len(sweep.copied)} copied" if sweep.copied else ""
+        typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now{copied}, {len(plan.skipped)} "
+                   f"skipped as done earlier, {len(sweep.failed)} failed):")
+        for line in reporting.summary_lines(sweep.done + sweep.copied + plan.skipped):
+            typer.echo("  " + line)
+        if sweep.failed:
+            for key, error in sweep.failed:
+                typer.echo(f"  failed, no record: {key.label()}: {error}")
+            raise typer.Exit(1)
     finally:
-        if session is not None:
+        if session is not None:  # ended before the runs (another lysep run holds some of them)
             session.close()
-    if sweep.data_state == "corrupt" or (sweep.data_state == "missing" and plan.skipped):
-        _warn(f"{records.data_path(results, spec.name)} was {sweep.data_state}: restored")
-    copied = f", {len(sweep.copied)} copied" if sweep.copied else ""
-    typer.echo(f"\nsummary of {spec.name} ({len(sweep.done)} run(s) done now{copied}, {len(plan.skipped)} "
-               f"skipped as done earlier, {len(sweep.failed)} failed):")
-    for line in reporting.summary_lines(sweep.done + sweep.copied + plan.skipped):
-        typer.echo("  " + line)
-    if sweep.failed:
-        for key, error in sweep.failed:
-            typer.echo(f"  failed, no record: {key.label()}: {error}")
-        raise typer.Exit(1)
+        held.release()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
@@ -288,6 +288,19 @@ def parse_sizes(text: str | None, spec: ExperimentSpec) -> list[tuple[int, int]]
         if (L, M) not in sizes:
             sizes.append((L, M))
     return sizes
+
+
+def seed_ranges(seeds: Iterable[int]) -> str:
+    """The inverse of :func:`parse_seeds` for sorted seeds: [0, 1, 2, 3, 5, 7, 8, 9] -> "0-3,5,7-9"."""
+    seeds = list(seeds)
+    parts, i = [], 0
+    while i < len(seeds):
+        j = i
+        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
+            j += 1
+        parts.append(str(seeds[i]) if i == j else f"{seeds[i]}-{seeds[j]}")
+        i = j + 1
+    return ",".join(parts)
 
 
 def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:

@@ -21,7 +21,7 @@ from .checkpoint import checkpoint_path, saved_sweeps
 from .records import file_bytes, record_files
 from .reporting import Selection, display_name, solver_key
 from .runrecord import RunRecord
-from .specs import ExperimentSpec
+from .specs import ExperimentSpec, seed_ranges
 
 #: the solvers of the paper's tables: always listed for a paper experiment, records or not
 PAPER_SOLVERS = ("pinn", "lysep")
@@ -114,21 +114,9 @@ def machine_of(r: RunRecord) -> str:
             f"kernel {r.versions.get('blas_core', 'unrecorded')}")
 
 
-def _seed_list(seeds: list[int]) -> str:
-    """0-3,5,7-9"""
-    parts, i = [], 0
-    while i < len(seeds):
-        j = i
-        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
-            j += 1
-        parts.append(str(seeds[i]) if i == j else f"{seeds[i]}-{seeds[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
 def _missing_text(c: CellStatus) -> str:
     """"3-9" and, for runs with a checkpoint, "(3 at sweep 1200)"."""
-    text = _seed_list(c.missing) or "–"
+    text = seed_ranges(c.missing) or "–"
     if c.in_progress:
         text += " (" + ", ".join(f"{s} at sweep {k}" for s, k in sorted(c.in_progress.items())) + ")"
     return text

@@ -362,4 +362,5 @@ def test_files_are_created_with_the_process_umask(tiny, umask, mode):
     finally:
         os.umask(old)
     files = [p for p in results.rglob("*") if p.is_file()]
-    assert len(files) == 4 and {p.stat().st_mode & 0o777 for p in files} == {mode}
+    assert sorted(p.name for p in files) == [".runs.lock", "data.npz", "seed-0.json", "seed-0.npz", "t.md"]
+    assert {p.stat().st_mode & 0o777 for p in files} == {mode}

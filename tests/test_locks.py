@@ -1,0 +1,105 @@
+"""Two ``lysep run`` commands never make the same run at once (lysep_cli/locks.py): real processes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli import locks
+from lysep_cli.cli import app
+
+from foundation_helpers import default_sigint, write_tiny
+
+pytestmark = pytest.mark.skipif(locks.fcntl is None, reason="POSIX record locks only")
+
+cli = CliRunner()
+RUN = ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6"]
+
+
+def hold_in_subprocess(results: Path, runs: list[tuple[str, int, int, int]]) -> subprocess.Popen:
+    """Another process that locks ``runs`` and keeps them until its stdin closes."""
+    code = textwrap.dedent(f"""
+        import sys
+        from lysep_cli.locks import RunLocks
+        held = RunLocks()
+        held.acquire({str(results)!r}, "elliptic-2d", {runs!r})
+        print("held", flush=True)
+        sys.stdin.read()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_run_held_elsewhere_is_busy_and_others_are_not(tmp_path):
+    other = hold_in_subprocess(tmp_path, [("pinn", 3, 6, 1), ("pinn", 3, 6, 2)])
+    try:
+        with locks.RunLocks() as mine:
+            assert mine.acquire(tmp_path, "elliptic-2d", [("pinn", 3, 6, 0), ("lysep", 3, 6, 1)]) == 2
+            assert mine.acquire(tmp_path, "elliptic-2d", [("pinn", 3, 6, 0)]) == 0  # held already: nothing new
+            with pytest.raises(locks.Busy, match=r"L3-M6: seed\(s\) 1-2 are being run by another lysep run"):
+                mine.acquire(tmp_path, "elliptic-2d", [("pinn", 3, 6, s) for s in range(4)])
+    finally:
+        other.stdin.close()
+        other.wait(timeout=10)
+    with locks.RunLocks() as mine:  # its end dropped its locks
+        assert mine.acquire(tmp_path, "elliptic-2d", [("pinn", 3, 6, 1), ("pinn", 3, 6, 2)]) == 2
+
+
+def _start_run(config: Path, results: Path, seeds: str) -> subprocess.Popen:
+    """A long ``lysep run`` in a subprocess, returned once it computes (its data set is written after
+    it has locked its runs)."""
+    cmd = [sys.executable, "-m", "lysep_cli.cli", *RUN, "--seeds", seeds, "--iterations", "300000",
+           "--config", str(config), "--results", str(results)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    data = results / "elliptic-2d" / "data.npz"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None and not data.exists():
+        time.sleep(0.05)
+    assert proc.poll() is None and data.exists(), proc.poll()
+    return proc
+
+
+def test_lysep_run_refuses_runs_another_lysep_run_is_making(tmp_path):
+    config, results = write_tiny(tmp_path), tmp_path / "results"
+    first = _start_run(config, results, "0-1")
+    try:
+        same = cli.invoke(app, [*RUN, "--seeds", "1-2", "--iterations", "3", "--config", str(config),
+                                "--results", str(results)])
+        assert same.exit_code == 2, same.output
+        lines = same.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lysep: error: ") and "seed(s) 0-1" not in lines[0]
+        assert "seed(s) 1 are being run by another lysep run" in lines[0]
+        assert not (results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-2.json").exists()  # not even seed 2
+
+        other = cli.invoke(app, [*RUN, "--seeds", "2", "--iterations", "3", "--config", str(config),
+                                 "--results", str(results)])
+        assert other.exit_code == 0, other.output  # another seed of the same cell goes on beside it
+        assert (results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-2.json").exists()
+    finally:
+        first.send_signal(signal.SIGKILL)  # however it ends, its locks go with it
+        first.communicate(timeout=20)
+    after = cli.invoke(app, [*RUN, "--seeds", "0-1", "--iterations", "3", "--config", str(config),
+                             "--results", str(results)])
+    assert after.exit_code == 0, after.output
+    assert (results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-1.json").exists()
+
+
+def test_nothing_to_do_locks_nothing(tmp_path):
+    config, results = write_tiny(tmp_path), tmp_path / "results"
+    args = [*RUN, "--seeds", "0", "--iterations", "3", "--config", str(config), "--results", str(results)]
+    assert cli.invoke(app, args).exit_code == 0
+    lock = results / "elliptic-2d" / "pinn" / "L3-M6" / locks.LOCK_NAME
+    assert lock.exists()
+    lock.unlink()
+    assert cli.invoke(app, args).exit_code == 0  # every run skipped: no lock file made
+    assert not lock.exists()
