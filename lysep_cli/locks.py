@@ -90,3 +90,29 @@ def _try_lock(fd: int, seed: int) -> bool:
     except OSError:  # EACCES or EAGAIN: another process holds it
         return False
     return True
+
+
+def running(cell: str | Path, seeds: Iterable[int]) -> list[int]:
+    """The ``seeds`` of ``cell`` (a directory ``<results>/<experiment>/<solver>/L<L>-M<M>``) that a
+    process holds now: runs a ``lysep run`` is making.  Asks with a shared lock on a read-only
+    descriptor, so it works on an archive it cannot write.  Not for a process that holds run locks on
+    the same cell itself (closing the descriptor would drop them)."""
+    path = Path(cell) / LOCK_NAME
+    if fcntl is None or not path.is_file():
+        return []
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return []
+    held: list[int] = []
+    try:
+        for seed in seeds:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, seed, os.SEEK_SET)
+            except OSError:
+                held.append(seed)
+                continue
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, seed, os.SEEK_SET)
+    finally:
+        os.close(fd)
+    return held

@@ -6,7 +6,8 @@ Read from the run records (nothing is rerun).  A record counts when it matches i
 solver shown.  Times are the records' own: ``seconds`` (wall time of the solve) and, where recorded,
 ``diagnostics.cpu_seconds`` (its CPU time; on a shared machine wall time is the larger).  The estimate
 for a cell's missing seeds is the mean wall time of its finished seeds; a cell with none gets no
-estimate (it is counted, not guessed).
+estimate (it is counted, not guessed).  A missing run shows the sweep its checkpoint holds, and
+"running" while a ``lysep run`` holds its lock (:func:`lysep_cli.locks.running`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checkpoint import checkpoint_path, saved_sweeps
+from .locks import running
 
 from .records import file_bytes, record_files
 from .reporting import Selection, display_name, solver_key
@@ -44,6 +46,7 @@ class CellStatus:
     n_cpu: int = 0  # finished runs that recorded their CPU time
     machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
     in_progress: dict[int, int] = field(default_factory=dict)  # missing seed -> sweeps its checkpoint holds
+    running: set[int] = field(default_factory=set)  # missing seeds a lysep run is making now (locks.running)
 
     @property
     def missing(self) -> list[int]:
@@ -104,6 +107,8 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
                         k = saved_sweeps(checkpoint_path(results_dir, spec.name, solver, L, M, seed))
                         if k is not None:
                             cell.in_progress[seed] = k
+                    cell_dir = Path(results_dir) / spec.name / solver / f"L{L}-M{M}"
+                    cell.running = set(running(cell_dir, cell.missing))
                 cells.append(cell)
     return cells
 
@@ -115,10 +120,13 @@ def machine_of(r: RunRecord) -> str:
 
 
 def _missing_text(c: CellStatus) -> str:
-    """"3-9" and, for runs with a checkpoint, "(3 at sweep 1200)"."""
+    """"3-9" and, for runs with a checkpoint or made now, "(3 at sweep 1200 running, 4 running)"."""
     text = seed_ranges(c.missing) or "–"
-    if c.in_progress:
-        text += " (" + ", ".join(f"{s} at sweep {k}" for s, k in sorted(c.in_progress.items())) + ")"
+    notes = {s: f"{s} at sweep {k}" for s, k in c.in_progress.items()}
+    for s in c.running:
+        notes[s] = f"{notes.get(s, s)} running"
+    if notes:
+        text += " (" + ", ".join(notes[s] for s in sorted(notes)) + ")"
     return text
 
 

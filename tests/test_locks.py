@@ -103,3 +103,22 @@ def test_nothing_to_do_locks_nothing(tmp_path):
     lock.unlink()
     assert cli.invoke(app, args).exit_code == 0  # every run skipped: no lock file made
     assert not lock.exists()
+
+
+def test_status_names_the_runs_being_made(tmp_path):
+    config, results = write_tiny(tmp_path), tmp_path / "results"
+    assert cli.invoke(app, [*RUN, "--seeds", "0", "--config", str(config), "--results", str(results)]).exit_code == 0
+    assert locks.running(results / "elliptic-2d" / "pinn" / "L3-M6", [0, 1]) == []
+    other = hold_in_subprocess(results, [("pinn", 3, 6, 1)])
+    try:
+        assert locks.running(results / "elliptic-2d" / "pinn" / "L3-M6", [0, 1]) == [1]
+        shown = cli.invoke(app, ["status", "elliptic-2d", "--solver", "pinn", "--config", str(config),
+                                 "--results", str(results)])
+        assert shown.exit_code == 0, shown.output
+        assert "| (3,6) | 1/2 | 1 (1 running) |" in shown.stdout
+    finally:
+        other.stdin.close()
+        other.wait(timeout=10)
+    shown = cli.invoke(app, ["status", "elliptic-2d", "--solver", "pinn", "--config", str(config),
+                             "--results", str(results)])
+    assert "| (3,6) | 1/2 | 1 |" in shown.stdout
