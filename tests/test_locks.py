@@ -122,3 +122,20 @@ def test_status_names_the_runs_being_made(tmp_path):
     shown = cli.invoke(app, ["status", "elliptic-2d", "--solver", "pinn", "--config", str(config),
                              "--results", str(results)])
     assert "| (3,6) | 1/2 | 1 |" in shown.stdout
+
+
+def test_compact_leaves_a_run_being_made_alone(tmp_path):
+    from lysep_cli.compact import compact_folder
+
+    config, results = write_tiny(tmp_path), tmp_path / "results"
+    args = [*RUN, "--seeds", "0-1", "--config", str(config), "--results", str(results)]
+    assert cli.invoke(app, args).exit_code == 0
+    other = hold_in_subprocess(results, [("pinn", 3, 6, 1)])
+    try:
+        rewritten, kept, problems, _ = compact_folder(results)
+    finally:
+        other.stdin.close()
+        other.wait(timeout=10)
+    assert (rewritten, kept) == (0, 1)
+    assert len(problems) == 1 and "seed-1.json: not compacted" in problems[0] and "another lysep run" in problems[0]
+    assert compact_folder(results)[:3] == (0, 2, [])
