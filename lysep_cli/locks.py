@@ -24,6 +24,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
+from .records import cell_dir
 from .specs import SpecError, seed_ranges
 
 LOCK_NAME = ".runs.lock"
@@ -56,7 +57,7 @@ class RunLocks:
         for run in runs:
             if (root, run) not in self.held:
                 solver, L, M, _ = run
-                by_cell.setdefault(root / solver / f"L{L}-M{M}", set()).add(run)
+                by_cell.setdefault(cell_dir(results_dir, experiment, solver, L, M), set()).add(run)
         new = 0
         for cell, cell_runs in by_cell.items():
             fd = self._fds.get(cell)

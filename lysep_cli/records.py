@@ -47,10 +47,15 @@ HISTORY_PREFIX = "history_"
 IN_NPZ = "npz"
 
 
+def cell_dir(results_dir: str | Path, experiment: str, solver: str, L: int, M: int) -> Path:
+    """The folder of the runs of one (experiment, solver, L, M)."""
+    return Path(results_dir) / experiment / solver / f"L{L}-M{M}"
+
+
 def record_paths(results_dir: str | Path, experiment: str, solver: str, L: int, M: int,
                  seed: int) -> tuple[Path, Path]:
     """(json_path, npz_path) of one run."""
-    base = Path(results_dir) / experiment / solver / f"L{L}-M{M}" / f"seed-{seed}"
+    base = cell_dir(results_dir, experiment, solver, L, M) / f"seed-{seed}"
     return base.with_suffix(".json"), base.with_suffix(".npz")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from .checkpoint import checkpoint_path, saved_sweeps
 from .locks import running
 
-from .records import file_bytes, record_files
+from .records import cell_dir, file_bytes, record_files
 from .reporting import Selection, display_name, solver_key
 from .runrecord import RunRecord
 from .specs import ExperimentSpec, seed_ranges
@@ -107,8 +107,7 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
                         k = saved_sweeps(checkpoint_path(results_dir, spec.name, solver, L, M, seed))
                         if k is not None:
                             cell.in_progress[seed] = k
-                    cell_dir = Path(results_dir) / spec.name / solver / f"L{L}-M{M}"
-                    cell.running = set(running(cell_dir, cell.missing))
+                    cell.running = set(running(cell_dir(results_dir, spec.name, solver, L, M), cell.missing))
                 cells.append(cell)
     return cells
 
