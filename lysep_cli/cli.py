@@ -296,8 +296,9 @@ def run(
         from .progress import RichReporter
 
         reporter = RichReporter(spec.name)
-        try:
-            sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs, reporter=reporter,
+        try:  # each run is marked started in its lock while computed (lysep status: running, not queued)
+            sweep = runner.run_experiment(spec, plan.todo, its, results, jobs=jobs,
+                                          reporter=held.reporting(reporter, results, spec.name),
                                           cluster=session, copies=plan.copies)
         except KeyboardInterrupt as exc:
             typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "

@@ -8,6 +8,10 @@ racing it: the same run made twice, a record planned against files the other is 
 of two experiments files mixed in one cell.  Other seeds, sizes or solvers of the same experiment can
 run side by side.
 
+While a run is being computed (from its solver's first progress report to its record, in whichever
+worker or cluster task it runs) the same process also locks byte ``STARTED + seed``: ``lysep status``
+tells a run being computed ("running") from one a ``lysep run`` holds for later ("queued").
+
 The operating system drops the locks when the process ends, however it ends (SIGKILL included), so no
 lock goes stale; the empty lock files stay and everything else ignores them.  Worker processes neither
 inherit record locks nor open a lock file.  Where ``fcntl`` does not exist (Windows) nothing is locked.
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 try:
     import fcntl
@@ -28,6 +32,8 @@ from .records import cell_dir
 from .specs import SpecError, seed_ranges
 
 LOCK_NAME = ".runs.lock"
+#: offset of the bytes that mark a held run as being computed now (seeds are far below it)
+STARTED = 1 << 40
 
 #: one run: (solver, L, M, seed)
 Run = tuple[str, int, int, int]
@@ -72,6 +78,25 @@ class RunLocks:
             new += len(cell_runs)
         return new
 
+    def mark_started(self, results_dir: str | Path, experiment: str, run: Run, started: bool = True) -> None:
+        """Mark a held ``run`` as being computed now (``started=False``: no longer); a run not held is
+        left alone."""
+        if fcntl is None or (Path(results_dir) / experiment, run) not in self.held:
+            return
+        solver, L, M, seed = run
+        fd = self._fds.get(cell_dir(results_dir, experiment, solver, L, M))
+        if fd is None:  # pragma: no cover - a held run's cell file stays open
+            return
+        if started:
+            _try_lock(fd, STARTED + seed)
+        else:
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, STARTED + seed, os.SEEK_SET)
+
+    def reporting(self, reporter: Any, results_dir: str | Path, experiment: str) -> "MarkingReporter":
+        """``reporter`` (a :class:`lysep_cli.runner.Reporter`) that also marks each run started at its
+        ``begin`` and no longer at its ``done`` or ``failed``."""
+        return MarkingReporter(reporter, self, results_dir, experiment)
+
     def release(self) -> None:
         for fd in self._fds.values():
             os.close(fd)
@@ -85,6 +110,38 @@ class RunLocks:
         self.release()
 
 
+class MarkingReporter:
+    """A :class:`lysep_cli.runner.Reporter` passing every event on to ``inner`` and marking runs
+    started and ended in ``held`` (:meth:`RunLocks.mark_started`)."""
+
+    def __init__(self, inner: Any, held: RunLocks, results_dir: str | Path, experiment: str) -> None:
+        self.inner, self.held, self.results_dir, self.experiment = inner, held, results_dir, experiment
+
+    def _mark(self, key: Any, started: bool) -> None:
+        self.held.mark_started(self.results_dir, self.experiment, (key.solver, key.L, key.M, key.seed), started)
+
+    def start(self, total: int) -> None:
+        self.inner.start(total)
+
+    def begin(self, key: Any) -> None:
+        self._mark(key, True)
+        self.inner.begin(key)
+
+    def loss(self, key: Any, k: int, value: float) -> None:
+        self.inner.loss(key, k, value)
+
+    def done(self, key: Any, record: Any) -> None:
+        self._mark(key, False)
+        self.inner.done(key, record)
+
+    def failed(self, key: Any, error: str) -> None:
+        self._mark(key, False)
+        self.inner.failed(key, error)
+
+    def stop(self) -> None:
+        self.inner.stop()
+
+
 def _try_lock(fd: int, seed: int) -> bool:
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, seed, os.SEEK_SET)
@@ -93,27 +150,35 @@ def _try_lock(fd: int, seed: int) -> bool:
     return True
 
 
-def running(cell: str | Path, seeds: Iterable[int]) -> list[int]:
-    """The ``seeds`` of ``cell`` (a directory ``<results>/<experiment>/<solver>/L<L>-M<M>``) that a
-    process holds now: runs a ``lysep run`` is making.  Asks with a shared lock on a read-only
-    descriptor, so it works on an archive it cannot write.  Not for a process that holds run locks on
-    the same cell itself (closing the descriptor would drop them)."""
+def held_by_others(cell: str | Path, seeds: Iterable[int]) -> tuple[list[int], list[int]]:
+    """(queued, running): the ``seeds`` of ``cell`` (a directory ``<results>/<experiment>/<solver>/L<L>-M<M>``)
+    that another process holds, split into those it holds for later and those it is computing now
+    (:meth:`RunLocks.mark_started`).  Asks with shared locks on a read-only descriptor, so it works on an
+    archive it cannot write.  Not for a process that holds run locks on the same cell itself (closing
+    the descriptor would drop them)."""
     path = Path(cell) / LOCK_NAME
     if fcntl is None or not path.is_file():
-        return []
+        return [], []
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return []
-    held: list[int] = []
+        return [], []
+    queued: list[int] = []
+    computing: list[int] = []
     try:
         for seed in seeds:
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, seed, os.SEEK_SET)
-            except OSError:
-                held.append(seed)
-                continue
-            fcntl.lockf(fd, fcntl.LOCK_UN, 1, seed, os.SEEK_SET)
+            if not _free(fd, seed):
+                (queued if _free(fd, STARTED + seed) else computing).append(seed)
     finally:
         os.close(fd)
-    return held
+    return queued, computing
+
+
+def _free(fd: int, offset: int) -> bool:
+    """Whether no other process holds byte ``offset`` of ``fd``'s file (tested with a shared lock)."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
+    except OSError:
+        return False
+    fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset, os.SEEK_SET)
+    return True

@@ -7,7 +7,8 @@ solver shown.  Times are the records' own: ``seconds`` (wall time of the solve) 
 ``diagnostics.cpu_seconds`` (its CPU time; on a shared machine wall time is the larger).  The estimate
 for a cell's missing seeds is the mean wall time of its finished seeds; a cell with none gets no
 estimate (it is counted, not guessed).  A missing run shows the sweep its checkpoint holds, and
-"running" while a ``lysep run`` holds its lock (:func:`lysep_cli.locks.running`).
+"running" while a ``lysep run`` computes it, "queued" while one holds it for later
+(:func:`lysep_cli.locks.held_by_others`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checkpoint import checkpoint_path, saved_sweeps
-from .locks import running
+from .locks import held_by_others
 
 from .records import cell_dir, file_bytes, record_files
 from .reporting import Selection, display_name, solver_key
@@ -46,7 +47,8 @@ class CellStatus:
     n_cpu: int = 0  # finished runs that recorded their CPU time
     machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
     in_progress: dict[int, int] = field(default_factory=dict)  # missing seed -> sweeps its checkpoint holds
-    running: set[int] = field(default_factory=set)  # missing seeds a lysep run is making now (locks.running)
+    running: set[int] = field(default_factory=set)  # missing seeds a lysep run computes now
+    queued: set[int] = field(default_factory=set)  # missing seeds a lysep run holds for later
 
     @property
     def missing(self) -> list[int]:
@@ -107,7 +109,8 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
                         k = saved_sweeps(checkpoint_path(results_dir, spec.name, solver, L, M, seed))
                         if k is not None:
                             cell.in_progress[seed] = k
-                    cell.running = set(running(cell_dir(results_dir, spec.name, solver, L, M), cell.missing))
+                    queued, computing = held_by_others(cell_dir(results_dir, spec.name, solver, L, M), cell.missing)
+                    cell.queued, cell.running = set(queued), set(computing)
                 cells.append(cell)
     return cells
 
@@ -119,13 +122,20 @@ def machine_of(r: RunRecord) -> str:
 
 
 def _missing_text(c: CellStatus) -> str:
-    """"3-9" and, for runs with a checkpoint or made now, "(3 at sweep 1200 running, 4 running)"."""
+    """"3-9" and, for runs with a checkpoint or held by a lysep run, "(3 at sweep 1200 running; 4-6,9 queued)"."""
     text = seed_ranges(c.missing) or "–"
     notes = {s: f"{s} at sweep {k}" for s, k in c.in_progress.items()}
     for s in c.running:
         notes[s] = f"{notes.get(s, s)} running"
-    if notes:
-        text += " (" + ", ".join(notes[s] for s in sorted(notes)) + ")"
+    plain_queued = sorted(s for s in c.queued if s not in notes)  # held for later, no checkpoint yet
+    for s in c.queued:
+        if s in notes:
+            notes[s] += " queued"
+    parts = [notes[s] for s in sorted(notes)]
+    if plain_queued:
+        parts.append(f"{seed_ranges(plain_queued)} queued")
+    if parts:
+        text += " (" + "; ".join(parts) + ")"
     return text
 
 

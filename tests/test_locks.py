@@ -105,23 +105,56 @@ def test_nothing_to_do_locks_nothing(tmp_path):
     assert not lock.exists()
 
 
-def test_status_names_the_runs_being_made(tmp_path):
+def test_status_names_the_runs_held_for_later(tmp_path):
     config, results = write_tiny(tmp_path), tmp_path / "results"
     assert cli.invoke(app, [*RUN, "--seeds", "0", "--config", str(config), "--results", str(results)]).exit_code == 0
-    assert locks.running(results / "elliptic-2d" / "pinn" / "L3-M6", [0, 1]) == []
-    other = hold_in_subprocess(results, [("pinn", 3, 6, 1)])
+    cell = results / "elliptic-2d" / "pinn" / "L3-M6"
+    assert locks.held_by_others(cell, [0, 1]) == ([], [])
+    other = hold_in_subprocess(results, [("pinn", 3, 6, 1)])  # held, never marked started
     try:
-        assert locks.running(results / "elliptic-2d" / "pinn" / "L3-M6", [0, 1]) == [1]
+        assert locks.held_by_others(cell, [0, 1]) == ([1], [])
         shown = cli.invoke(app, ["status", "elliptic-2d", "--solver", "pinn", "--config", str(config),
                                  "--results", str(results)])
         assert shown.exit_code == 0, shown.output
-        assert "| (3,6) | 1/2 | 1 (1 running) |" in shown.stdout
+        assert "| (3,6) | 1/2 | 1 (1 queued) |" in shown.stdout
     finally:
         other.stdin.close()
         other.wait(timeout=10)
     shown = cli.invoke(app, ["status", "elliptic-2d", "--solver", "pinn", "--config", str(config),
                              "--results", str(results)])
     assert "| (3,6) | 1/2 | 1 |" in shown.stdout
+
+
+def test_status_tells_the_run_computed_now_from_the_queued_ones(tmp_path):
+    config, results = write_tiny(tmp_path), tmp_path / "results"
+    first = _start_run(config, results, "0-3")  # one job: seed 0 is computed, seeds 1-3 wait
+    cell = results / "elliptic-2d" / "pinn" / "L3-M6"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and locks.held_by_others(cell, range(4))[1] != [0]:
+            time.sleep(0.05)
+        assert locks.held_by_others(cell, range(4)) == ([1, 2, 3], [0])
+        shown = cli.invoke(app, ["status", "elliptic-2d", "--solver", "pinn", "--config", str(config),
+                                 "--results", str(results)])  # the spec's seeds: 0-1
+        assert shown.exit_code == 0, shown.output
+        assert "| (3,6) | 0/2 | 0-1 (0 running; 1 queued) |" in shown.stdout
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=20)
+    assert locks.held_by_others(cell, range(4)) == ([], [])
+
+
+def test_a_run_marked_started_and_ended(tmp_path):
+    with locks.RunLocks() as mine:
+        mine.acquire(tmp_path, "elliptic-2d", [("pinn", 3, 6, 0), ("pinn", 3, 6, 1)])
+        mine.mark_started(tmp_path, "elliptic-2d", ("pinn", 3, 6, 1))
+        mine.mark_started(tmp_path, "elliptic-2d", ("pinn", 3, 6, 5))  # not held: left alone
+        cell = tmp_path / "elliptic-2d" / "pinn" / "L3-M6"
+        code = f"from lysep_cli import locks; print(locks.held_by_others({str(cell)!r}, range(6)))"
+        ask = [sys.executable, "-c", code]  # another process asks (this one's own locks never block it)
+        assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == "([0], [1])"
+        mine.mark_started(tmp_path, "elliptic-2d", ("pinn", 3, 6, 1), started=False)
+        assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == "([0, 1], [])"
 
 
 def test_compact_leaves_a_run_being_made_alone(tmp_path):

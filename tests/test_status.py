@@ -117,3 +117,12 @@ def test_the_files_line_weighs_the_records_of_the_experiments_shown(tmp_path):
     out = cli.invoke(app, ["status", "elliptic-2d", "--summary", "--config", str(config),
                            "--results", str(results)]).output
     assert f"- files: 5 run record(s), {expected + 0.3:.1f} MB (JSON " in out
+
+
+def test_missing_seeds_name_checkpoints_runs_computed_now_and_runs_queued():
+    from lysep_cli.status import CellStatus, _missing_text
+
+    cell = CellStatus("elliptic-10d", "lysep", 3, 150, tuple(range(10)), done=[0, 1],
+                      in_progress={2: 1377, 4: 20}, running={2}, queued={3, 4, 5, 6, 8})
+    assert _missing_text(cell) == "2-9 (2 at sweep 1377 running; 4 at sweep 20 queued; 3,5-6,8 queued)"
+    assert _missing_text(CellStatus("e", "pinn", 3, 6, (0, 1), done=[0])) == "1"
