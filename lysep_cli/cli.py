@@ -15,6 +15,7 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 from __future__ import annotations
 
 import functools
+import re
 import math
 import sys
 from importlib import metadata
@@ -72,6 +73,29 @@ class _OneLineErrors(_Group):
         if not standalone_mode:
             return rv
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _whole_number(value: Any) -> int:
+    """An integer option written the plain way, in the digits 0-9: ``int()`` also takes "1_0", other
+    scripts' digits and surrounding blanks, so ``--jobs 1_0`` would silently be 10."""
+    if isinstance(value, int):  # a default
+        return value
+    if not _WHOLE.fullmatch(str(value)):
+        raise typer.BadParameter(f"{str(value)!r} is not a whole number written in the digits 0-9")
+    return int(value)
+
+
+def _decimal_number(value: Any) -> float:
+    """A number option written the plain way (digits 0-9, a point, an exponent; no "nan", "inf" or "1_0")."""
+    if isinstance(value, float):  # a default
+        return value
+    if not _DECIMAL.fullmatch(str(value)):
+        raise typer.BadParameter(f"{str(value)!r} is not a number written in the digits 0-9")
+    return float(value)
 
 
 app = typer.Typer(cls=_OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -226,11 +250,11 @@ def run(
                                          help="pinn | lysep | paper (both; the default) | all | a,b,..."),
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50,3x80 or 'smallest' (default: spec)"),
     seeds: Optional[str] = typer.Option(None, "--seeds", help="e.g. 0-9 or 0,3,5 (default: spec)"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help="default: spec"),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help="default: spec"),
     force: bool = typer.Option(False, "--force", metavar="",
                                help="redo runs whose record exists, and replace records made with other "
                                     "iterations or settings"),
-    jobs: int = typer.Option(1, "--jobs", help="worker processes"),
+    jobs: int = typer.Option(1, "--jobs", parser=_whole_number, help="worker processes"),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
     scheduler: Optional[str] = typer.Option(
@@ -238,7 +262,7 @@ def run(
         "(default: $LYSEP_SCHEDULER); one task per run, see docs/cluster.md"),
     scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file", parser=_path,
                                                   help="dask scheduler file (JSON with the address)"),
-    connect_timeout: float = typer.Option(10.0, "--connect-timeout", help="seconds to reach the scheduler"),
+    connect_timeout: float = typer.Option(10.0, "--connect-timeout", parser=_decimal_number, help="seconds to reach the scheduler"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; existing records are skipped."""
     from . import cluster, reporting, runner
@@ -392,7 +416,7 @@ def table(
     out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
     standalone: bool = typer.Option(False, "--standalone", metavar="",
                                     help="LaTeX: a complete compilable document"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
@@ -416,7 +440,7 @@ def compare(
     out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
     headline: bool = typer.Option(False, "--headline", metavar="",
                                   help="one Markdown row per paper table (ratio ranges, verdicts) instead"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
@@ -439,16 +463,16 @@ def compare(
 @_guarded("nothing written; the runs checked so far are listed above")
 def verify(
     experiments: Optional[list[str]] = typer.Argument(None, help="default: every experiment with records"),
-    sample: Optional[int] = typer.Option(None, "--sample", help="rerun K archived runs (default 3)"),
+    sample: Optional[int] = typer.Option(None, "--sample", parser=_whole_number, help="rerun K archived runs (default 3)"),
     all_runs: bool = typer.Option(False, "--all", metavar="", help="rerun every archived run"),
-    seed: int = typer.Option(0, "--seed", help="seed of the random sample"),
+    seed: int = typer.Option(0, "--seed", parser=_whole_number, help="seed of the random sample"),
     cheapest: bool = typer.Option(False, "--cheapest", metavar="",
                                   help="the K runs with the smallest recorded time instead of a random sample"),
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
     weights: bool = typer.Option(False, "--weights", metavar="",
                                  help="no training: re-evaluate J and l2 of the saved weights from data.npz "
                                       "(seconds for the whole archive with --all)"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results/paper"), "--results", parser=_path, help="archive to check"),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
@@ -500,7 +524,7 @@ def status(
     check: bool = typer.Option(False, "--check", metavar="", help="exit 1 when a listed run is missing"),
     summary: bool = typer.Option(False, "--summary", metavar="", help="the totals only, not the table"),
     out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
@@ -531,7 +555,7 @@ def plot(
     experiment: str = typer.Argument(..., help="experiment name"),
     out: Optional[Path] = typer.Option(None, "--out", parser=_path,
                                        help="output directory (default: under results)"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
@@ -564,7 +588,7 @@ def study_step_size(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50 (default: spec)"),
     seeds: Optional[str] = typer.Option("0-4", "--seeds", help="e.g. 0-4"),
     taus: str = typer.Option("0,1e-10,1e-8,1e-6,1e-4,1e-2,1", "--taus", help="fixed step sizes, comma-separated"),
-    iterations: int = typer.Option(200, "--iterations", help="sweeps per run"),
+    iterations: int = typer.Option(200, "--iterations", parser=_whole_number, help="sweeps per run"),
     out: Optional[Path] = typer.Option(None, "--out", parser=_path,
                                        help="default: results/<experiment>/study-step-size"),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
@@ -608,7 +632,7 @@ def study_step_size(
 def study_depth(
     experiment: str = typer.Argument(..., help="experiment name, e.g. elliptic-10d-depth"),
     out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
-    iterations: Optional[int] = typer.Option(None, "--iterations", help=ITERATIONS_SHOW_HELP),
+    iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results"), "--results", parser=_path, help=RESULTS_HELP),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:

@@ -86,6 +86,30 @@ def test_empty_path_option_is_bad_input(tmp_path, monkeypatch, args):
 
 
 # ---------------------------------------------------------------------------------------------
+# int() and float() read "1_0" as 10 and other scripts' digits as numbers: --jobs 1_0 meant 10 workers.
+
+@pytest.mark.parametrize("args", [["run", "elliptic-2d", "--jobs", "1_0"], ["run", "elliptic-2d", "--jobs", "\u0663"],
+                                  ["run", "elliptic-2d", "--iterations", " 5"], ["verify", "--seed", "1_0"],
+                                  ["verify", "--sample", "\uff12"], ["table", "--iterations", "2_000"],
+                                  ["run", "elliptic-2d", "--connect-timeout", "1_0"]])
+def test_numbers_only_in_plain_digits(tmp_path, args):
+    config = write_tiny(tmp_path)
+    results = tmp_path / "results"
+    line = _one_error_line(cli.invoke(app, [*args, "--config", str(config), "--results", str(results)]))
+    assert "written in the digits 0-9" in line
+    assert not results.exists()
+
+
+def test_plain_numbers_still_read(tmp_path):
+    config = write_tiny(tmp_path)
+    results = tmp_path / "results"
+    done = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0", "--jobs", "+1",
+                            "--iterations", "2", "--config", str(config), "--results", str(results)])
+    assert done.exit_code == 0, done.output
+    assert (results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-0.json").exists()
+
+
+# ---------------------------------------------------------------------------------------------
 # --connect-timeout nan / inf reached dask, which raised KeyError (a traceback).
 
 @pytest.mark.parametrize("value", ["nan", "inf"])
