@@ -602,11 +602,11 @@ def study_step_size(
         size_list = specs.parse_sizes(sizes, spec)
         seed_list = specs.parse_seeds(seeds, spec)
         specs.check_sizes(spec, ["lysep"], size_list)
-        try:
-            tau_list = [float(t) for t in taus.split(",") if t.strip()]
-        except ValueError:
-            raise SpecError(f"--taus: expected comma-separated numbers, got {taus!r}") from None
-        if not tau_list or any(not (t >= 0 and t != float("inf")) for t in tau_list):
+        items = [t.strip() for t in taus.split(",")]
+        if not all(_DECIMAL.fullmatch(t) for t in items):  # no empty item, "nan", "1_0" or other digits
+            raise SpecError(f"--taus: expected comma-separated numbers in the digits 0-9, got {taus!r}")
+        tau_list = [float(t) for t in items]
+        if any(not (t >= 0 and t != float("inf")) for t in tau_list):
             raise SpecError(f"--taus: need one or more finite values >= 0, got {taus!r}")
         _positive(iterations, "--iterations")
         out_dir = out if out is not None else results / spec.name / "study-step-size"

@@ -91,13 +91,23 @@ def test_empty_path_option_is_bad_input(tmp_path, monkeypatch, args):
 @pytest.mark.parametrize("args", [["run", "elliptic-2d", "--jobs", "1_0"], ["run", "elliptic-2d", "--jobs", "\u0663"],
                                   ["run", "elliptic-2d", "--iterations", " 5"], ["verify", "--seed", "1_0"],
                                   ["verify", "--sample", "\uff12"], ["table", "--iterations", "2_000"],
-                                  ["run", "elliptic-2d", "--connect-timeout", "1_0"]])
+                                  ["run", "elliptic-2d", "--connect-timeout", "1_0"],
+                                  ["study", "step-size", "elliptic-2d", "--taus", "1,,2"],
+                                  ["study", "step-size", "elliptic-2d", "--taus", "nan"],
+                                  ["study", "step-size", "elliptic-2d", "--taus", "0,1e-3,\u0663"]])
 def test_numbers_only_in_plain_digits(tmp_path, args):
-    config = write_tiny(tmp_path)
+    config = write_tiny(tmp_path, LYSEP_YAML)
     results = tmp_path / "results"
     line = _one_error_line(cli.invoke(app, [*args, "--config", str(config), "--results", str(results)]))
-    assert "written in the digits 0-9" in line
+    assert "in the digits 0-9" in line
     assert not results.exists()
+
+
+def test_infinite_step_size_refused(tmp_path):
+    config = write_tiny(tmp_path, LYSEP_YAML)
+    line = _one_error_line(cli.invoke(app, ["study", "step-size", "elliptic-2d", "--taus", "0,1e999", "--config",
+                                            str(config), "--results", str(tmp_path / "results")]))
+    assert "--taus: need one or more finite values >= 0" in line
 
 
 def test_plain_numbers_still_read(tmp_path):
