@@ -5,8 +5,9 @@ Read from the run records (nothing is rerun).  A record counts when it matches i
 (reporting.select: same iterations, settings, data set); every seed of the spec is expected for every
 solver shown.  Times are the records' own: ``seconds`` (wall time of the solve) and, where recorded,
 ``diagnostics.cpu_seconds`` (its CPU time; on a shared machine wall time is the larger).  The estimate
-for a cell's missing seeds is the mean wall time of its finished seeds; a cell with none gets no
-estimate (it is counted, not guessed).  A missing run shows the sweep its checkpoint holds, and
+for a cell's missing seeds is the mean wall time of its finished seeds, less the share of the
+iterations their checkpoints hold; a cell with none finished gets no estimate (it is counted, not
+guessed).  A missing run shows the sweep its checkpoint holds, and
 "running" while a ``lysep run`` computes it, "queued" while one holds it for later
 (:func:`lysep_cli.locks.held_by_others`).
 """
@@ -47,6 +48,7 @@ class CellStatus:
     n_cpu: int = 0  # finished runs that recorded their CPU time
     machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
     in_progress: dict[int, int] = field(default_factory=dict)  # missing seed -> sweeps its checkpoint holds
+    iterations: int = 0  # of each run (0: unknown, checkpoints not counted in the estimate)
     running: set[int] = field(default_factory=set)  # missing seeds a lysep run computes now
     queued: set[int] = field(default_factory=set)  # missing seeds a lysep run holds for later
 
@@ -60,10 +62,15 @@ class CellStatus:
 
     @property
     def estimate_left(self) -> float:
-        """Wall seconds the missing seeds would take at the finished seeds' mean; NaN with none finished."""
+        """Wall seconds the missing seeds would take at the finished seeds' mean, less what their
+        checkpoints hold; NaN with none finished."""
         if not self.missing:
             return 0.0
-        return len(self.missing) * self.pace_seconds / len(self.done) if self.done else float("nan")
+        if not self.done:
+            return float("nan")
+        runs_left = sum(1.0 - (min(self.in_progress.get(s, 0) / self.iterations, 1.0) if self.iterations else 0.0)
+                        for s in self.missing)  # a checkpoint at sweep k of n leaves 1 - k/n of its run
+        return runs_left * self.pace_seconds / len(self.done)
 
 
 def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None,
@@ -88,7 +95,8 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
             by_cell.setdefault((r.solver, r.L, r.M), []).append(r)
         for solver in sorted(names, key=solver_key):
             for L, M in spec.sizes:
-                cell = CellStatus(spec.name, solver, L, M, spec.seeds)
+                cell = CellStatus(spec.name, solver, L, M, spec.seeds,
+                                  iterations=sel.iterations.get(spec.name, spec.iterations))
                 for r in by_cell.get((solver, L, M), []):
                     if r.seed not in spec.seeds:
                         continue

@@ -126,3 +126,14 @@ def test_missing_seeds_name_checkpoints_runs_computed_now_and_runs_queued():
                       in_progress={2: 1377, 4: 20}, running={2}, queued={3, 4, 5, 6, 8})
     assert _missing_text(cell) == "2-9 (2 at sweep 1377 running; 4 at sweep 20 queued; 3,5-6,8 queued)"
     assert _missing_text(CellStatus("e", "pinn", 3, 6, (0, 1), done=[0])) == "1"
+
+
+def test_the_estimate_counts_what_checkpoints_hold():
+    from lysep_cli.status import CellStatus
+
+    cell = CellStatus("e", "lysep", 3, 6, (0, 1, 2, 3), done=[0, 1], pace_seconds=200.0, iterations=2000,
+                      in_progress={2: 500})
+    assert cell.estimate_left == 100.0 * (0.75 + 1.0)  # seed 2 a quarter done, seed 3 not started
+    cell.in_progress = {2: 5000}  # a checkpoint past the end (other iterations) counts as done, no less
+    assert cell.estimate_left == 100.0
+    assert CellStatus("e", "lysep", 3, 6, (0, 1), done=[0], pace_seconds=50.0, in_progress={1: 10}).estimate_left == 50.0
