@@ -54,11 +54,11 @@ def test_a_run_held_elsewhere_is_busy_and_others_are_not(tmp_path):
         assert mine.acquire(tmp_path, "elliptic-2d", [("pinn", 3, 6, 1), ("pinn", 3, 6, 2)]) == 2
 
 
-def _start_run(config: Path, results: Path, seeds: str) -> subprocess.Popen:
+def _start_run(config: Path, results: Path, seeds: str, *extra: str) -> subprocess.Popen:
     """A long ``lysep run`` in a subprocess, returned once it computes (its data set is written after
     it has locked its runs)."""
     cmd = [sys.executable, "-m", "lysep_cli.cli", *RUN, "--seeds", seeds, "--iterations", "300000",
-           "--config", str(config), "--results", str(results)]
+           "--config", str(config), "--results", str(results), *extra]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=default_sigint)
     data = results / "elliptic-2d" / "data.npz"
@@ -142,6 +142,20 @@ def test_status_tells_the_run_computed_now_from_the_queued_ones(tmp_path):
         first.send_signal(signal.SIGKILL)
         first.communicate(timeout=20)
     assert locks.held_by_others(cell, range(4)) == ([], [])
+
+
+def test_worker_processes_runs_are_marked_running(tmp_path):
+    config, results = write_tiny(tmp_path), tmp_path / "results"
+    first = _start_run(config, results, "0-2", "--jobs", "2")  # seeds 0 and 1 in two workers, seed 2 waits
+    cell = results / "elliptic-2d" / "pinn" / "L3-M6"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and locks.held_by_others(cell, range(3))[1] != [0, 1]:
+            time.sleep(0.1)
+        assert locks.held_by_others(cell, range(3)) == ([2], [0, 1])
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.communicate(timeout=20)
 
 
 def test_a_run_marked_started_and_ended(tmp_path):
