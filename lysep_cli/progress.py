@@ -69,7 +69,9 @@ class RichReporter(Reporter):
         text += f"  ({record.seconds:.1f} s)"
         resumed = record.diagnostics.get("resumed_at_sweeps")
         if resumed:
-            text += f"  resumed from a checkpoint at sweep {', '.join(str(k) for k in resumed)}"
+            sweeps = [str(k) for k in resumed]  # one entry per interruption
+            text += ("  resumed from a checkpoint at sweep " + sweeps[0] if len(sweeps) == 1 else
+                     f"  resumed {len(sweeps)} times, from checkpoints at sweeps {', '.join(sweeps[:-1])} and {sweeps[-1]}")
         self.progress.console.print(text, highlight=False, markup=record.status == "diverged")
         self.progress.advance(self.task)
         self._draw(force=True)
