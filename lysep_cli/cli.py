@@ -15,8 +15,8 @@ Exit codes, the same for every command (README.md, "Exit codes"):
 from __future__ import annotations
 
 import functools
-import re
 import math
+import re
 import sys
 from importlib import metadata
 from pathlib import Path

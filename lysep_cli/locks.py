@@ -142,9 +142,10 @@ class MarkingReporter:
         self.inner.stop()
 
 
-def _try_lock(fd: int, seed: int) -> bool:
+def _try_lock(fd: int, offset: int) -> bool:
+    """Lock byte ``offset`` (a seed, or STARTED + seed) of ``fd``'s file; False when another process holds it."""
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, seed, os.SEEK_SET)
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, offset, os.SEEK_SET)
     except OSError:  # EACCES or EAGAIN: another process holds it
         return False
     return True
