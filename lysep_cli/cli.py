@@ -9,7 +9,8 @@ Exit codes, the same for every command (README.md, "Exit codes"):
   records that would be overwritten without ``--force``, runs another ``lysep run`` is making): one line
   on stderr, nothing written.
 - 130 / 143: interrupted by Ctrl-C (SIGINT) / terminated by SIGTERM: finished runs kept, runs in flight
-  leave no record (a LySep run leaves its checkpoint, to resume from).
+  leave no record (a LySep run first saves its checkpoint at the end of the sweep it is in, to resume
+  from; a second Ctrl-C stops at once).
 """
 
 from __future__ import annotations
@@ -326,7 +327,8 @@ def run(
                                           cluster=session, copies=plan.copies)
         except KeyboardInterrupt as exc:
             typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
-                       "flight left no record (LySep: a checkpoint); rerun the same command to resume", err=True)
+                       "flight left no record (a LySep run saved its checkpoint at the sweep it reached); rerun the same command "
+                       "to resume", err=True)
             raise typer.Exit(interrupts.exit_code(exc)) from None
         finally:
             if session is not None:

@@ -28,7 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from . import checkpoint as checkpoints
-from . import network, records, workers
+from . import network, records, stopping, workers
 from .blas_pin import cpu_model
 from .dataset import experiment_data
 from .memory import tune_malloc
@@ -71,16 +71,23 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def keeps_checkpoint(solver: str) -> bool:
+    """Whether a run of ``solver`` saves checkpoints: its solver takes one (LySep) and they are on."""
+    return (checkpoints.interval() is not None
+            and "checkpoint" in inspect.signature(solver_def(solver).solve).parameters)
+
+
 def _checkpoint(spec: ExperimentSpec, key: RunKey, iterations: int, results_dir: Path,
                 data_sha: str) -> checkpoints.Checkpoint | None:
-    """The run's checkpoint under ``results_dir`` when its solver takes one (LySep) and they are on."""
+    """The run's checkpoint under ``results_dir`` when its solver takes one (LySep) and they are on; it is
+    also due when a stop is held back (lysep_cli/stopping.py)."""
     every = checkpoints.interval()
-    if every is None or "checkpoint" not in inspect.signature(solver_def(key.solver).solve).parameters:
+    if not keeps_checkpoint(key.solver):
         return None
     fingerprint = {"run": [spec.name, key.solver, key.L, key.M, key.seed, iterations], "data": data_sha,
                    "settings": jsonable(spec.solvers[key.solver].to_dict()), "blas": _versions().get("blas_core")}
     path = checkpoints.checkpoint_path(results_dir, spec.name, key.solver, key.L, key.M, key.seed)
-    return checkpoints.Checkpoint(path, fingerprint, every)
+    return stopping.SavingCheckpoint(path, fingerprint, every)
 
 
 def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
@@ -298,8 +305,10 @@ def _worker_run(spec: ExperimentSpec, key: RunKey, iterations: int,
         if now - last[0] > 0.25:
             last[0] = now
             workers.report((key, k, float(value)))
+        stopping.check(k, iterations)
 
-    return execute(spec, key, iterations, progress, results_dir)
+    with stopping.deferred(keeps_checkpoint(key.solver) and results_dir is not None):
+        return execute(spec, key, iterations, progress, results_dir)
 
 
 def _finish(sweep: Sweep, key: RunKey, record: RunRecord, params: Params, results_dir: Path,
@@ -320,14 +329,19 @@ def _run_sequential(spec: ExperimentSpec, keys: list[RunKey], iterations: int, r
                     reporter: Reporter, sweep: Sweep) -> None:
     for key in keys:
         reporter.begin(key)
-        try:
-            record, params = execute(spec, key, iterations, lambda k, v, key=key: reporter.loss(key, k, v),
-                                     results_dir)
-        except Exception as exc:
-            sweep.failed.append((key, _error(exc)))
-            reporter.failed(key, sweep.failed[-1][1])
-            continue
-        _finish(sweep, key, record, params, results_dir, reporter)
+
+        def progress(k: int, value: float, key: RunKey = key) -> None:
+            reporter.loss(key, k, value)
+            stopping.check(k, iterations)
+
+        with stopping.deferred(keeps_checkpoint(key.solver)):  # a stop waits for the checkpoint's save
+            try:
+                record, params = execute(spec, key, iterations, progress, results_dir)
+            except Exception as exc:
+                sweep.failed.append((key, _error(exc)))
+                reporter.failed(key, sweep.failed[-1][1])
+                continue
+            _finish(sweep, key, record, params, results_dir, reporter)
 
 
 def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
@@ -364,12 +378,12 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
                     continue
                 _finish(sweep, key, record, params, results_dir, reporter)
     except BaseException:
-        # The runs in flight are abandoned: stop our own workers now rather than wait for them.  The
-        # futures are not cancelled from this thread: the pool's manager thread marks them failed when it
-        # sees the dead workers, and a future cancelled here meanwhile makes it raise InvalidStateError
-        # (a traceback on stderr; CPython 3.11).  shutdown(cancel_futures=True) cancels in that thread.
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.terminate()
+        # The runs in flight are abandoned: stop our own workers now (a LySep run saves its checkpoint
+        # first, lysep_cli/stopping.py) rather than wait for their runs.  The futures are not cancelled
+        # from this thread: the pool's manager thread marks them failed when it sees the dead workers, and
+        # a future cancelled here meanwhile makes it raise InvalidStateError (a traceback on stderr;
+        # CPython 3.11).  shutdown(cancel_futures=True) cancels in that thread.
+        stopping.stop_workers(list(getattr(pool, "_processes", {}).values()))
         pool.shutdown(wait=True, cancel_futures=True)
         q.close()
         raise

@@ -1,9 +1,10 @@
 """Worker processes for ``lysep run --jobs N``: set-up, and a watchdog so no worker outlives its parent.
 
-Workers are spawned (not forked) processes that compute runs and return them; they never write files.
-Each worker ignores SIGINT (the parent handles Ctrl-C and terminates them), limits BLAS to one thread,
-and runs a daemon thread that polls its parent's pid: when the parent is gone (even after a SIGKILL,
-which no handler sees), the worker exits at once.  An orphaned worker would otherwise keep computing
+Workers are spawned (not forked) processes that compute runs and return them; they write no record
+(a LySep run writes only its checkpoint).  Each worker ignores SIGINT (the parent handles Ctrl-C and
+stops them with SIGTERM; a worker computing a LySep run saves its checkpoint first,
+lysep_cli/stopping.py), limits BLAS to one thread, and runs a daemon thread that polls its parent's
+pid: when the parent is gone (even after a SIGKILL, which no handler sees), the worker exits at once.  An orphaned worker would otherwise keep computing
 a run nobody will collect.
 """
 
@@ -16,6 +17,8 @@ import time
 from typing import Any
 
 from threadpoolctl import threadpool_limits
+
+from . import stopping
 
 #: How often a worker checks that its parent is alive (seconds).
 POLL_SECONDS = 0.2
@@ -42,6 +45,7 @@ def init_worker(queue: Any, parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: SIGINT ignored, BLAS on one thread, parent watchdog, progress queue."""
     global _QUEUE, _LIMITS
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stopping.worker_process()  # SIGTERM during a LySep run: save its checkpoint, then exit
     _QUEUE = queue
     _LIMITS = threadpool_limits(limits=1)
     start_watchdog(parent_pid)

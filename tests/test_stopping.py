@@ -1,0 +1,180 @@
+"""A stop (Ctrl-C, SIGTERM) during a LySep run saves its checkpoint at the end of the sweep in progress,
+then acts (lysep_cli/stopping.py): the next run resumes from the sweep of the stop, not from the last
+interval checkpoint, and ends with the uninterrupted run's numbers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lysep_cli import stopping
+from lysep_cli.checkpoint import checkpoint_path, saved_sweeps
+from lysep_cli.interrupts import Terminated
+from lysep_cli.locks import held_by_others
+
+from foundation_helpers import default_sigint, untimed, write_tiny
+
+TIMING = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume")
+
+YAML = """\
+experiments:
+  tiny:
+    pde: elliptic
+    d: 2
+    solution: exp-sin
+    sizes: [[3, 6]]
+    n_train: 60
+    n_test: 40
+    iterations: 600
+    seeds: [0, 1]
+    solvers:
+      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
+"""
+#: no interval checkpoint within a test: a checkpoint on disk can only be the stop's
+NO_INTERVAL = {"LYSEP_CHECKPOINT_SECONDS": "3600"}
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """SIGINT handled as in a terminal (the test run may have inherited it ignored), restored after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def saving_checkpoint(tmp_path: Path) -> stopping.SavingCheckpoint:
+    return stopping.SavingCheckpoint(tmp_path / "c.npz", {"run": 1}, every=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# In this process: the handler, the checkpoint's due(), check() and the end of the block.
+
+@pytest.mark.parametrize("sig,kind", [(signal.SIGINT, KeyboardInterrupt), (signal.SIGTERM, Terminated)])
+def test_the_first_stop_waits_for_the_checkpoint(tmp_path, ctrl_c_raises, sig, kind):
+    ckpt = saving_checkpoint(tmp_path)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(kind):
+        with stopping.deferred(True):
+            assert not ckpt.due()  # no interval (every=None), no stop: not due
+            signal.raise_signal(sig)  # held back: no exception here
+            assert isinstance(stopping.pending(), kind) and ckpt.due()
+            stopping.check(0, 10)  # after sweep 1 of 10: acts
+            pytest.fail("check() did not act on the stop")
+    assert stopping.pending() is None and signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_stop_acts_at_once(ctrl_c_raises):
+    with pytest.raises(KeyboardInterrupt):
+        with stopping.deferred(True):
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+            pytest.fail("the second Ctrl-C was held back too")
+    assert stopping.pending() is None
+
+
+def test_a_stop_in_the_last_sweep_lets_the_run_finish(ctrl_c_raises):
+    finished = []
+    with pytest.raises(KeyboardInterrupt):
+        with stopping.deferred(True):
+            signal.raise_signal(signal.SIGINT)
+            stopping.check(9, 10)  # the last sweep: no save comes, the record is written first
+            finished.append(True)
+    assert finished == [True] and stopping.pending() is None
+
+
+def test_without_a_checkpoint_a_stop_acts_at_once(tmp_path, ctrl_c_raises):
+    with pytest.raises(KeyboardInterrupt):
+        with stopping.deferred(False):
+            signal.raise_signal(signal.SIGINT)
+            pytest.fail("a run without a checkpoint held the stop back")
+    assert not saving_checkpoint(tmp_path).due()
+
+
+# ---------------------------------------------------------------------------------------------
+# Real processes.
+
+def lysep_run(config: Path, results: Path, env: dict, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "lysep_cli.cli", "run", "tiny", "--solver", "lysep", "--config", str(config),
+           "--results", str(results), *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_sigint)
+
+
+def wait_running(proc: subprocess.Popen, cell: Path, seeds: list[int]) -> None:
+    """Until ``lysep run`` marks every one of ``seeds`` as computed (its first progress report)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if sorted(held_by_others(cell, seeds)[1]) == seeds:
+            time.sleep(0.3)  # a few sweeps into the runs
+            return
+        time.sleep(0.02)
+    pytest.fail(f"the runs never started (exit {proc.poll()}): {proc.communicate()[1][-2000:]}")
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+@pytest.mark.parametrize("sig,code,resume", [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
+def test_a_stopped_run_resumes_from_the_sweep_of_the_stop(tmp_path, sig, code, resume):
+    config = write_tiny(tmp_path, YAML)
+    env = {**os.environ, **NO_INTERVAL}
+    stopped, whole = tmp_path / "stopped", tmp_path / "whole"
+    cell = stopped / "tiny/lysep/L3-M6"
+    proc = lysep_run(config, stopped, env, "--seeds", "0")
+    wait_running(proc, cell, [0])
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    ckpt = checkpoint_path(stopped, "tiny", "lysep", 3, 6, 0)
+    k = saved_sweeps(ckpt)
+    assert k is not None and 0 < k < 600, "no checkpoint saved at the stop"
+    assert not (cell / "seed-0.json").exists()
+    if not resume:
+        return
+    again = lysep_run(config, stopped, env, "--seeds", "0")
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err
+    assert f"resumed from a checkpoint at sweep {k}" in out + err
+    ref = lysep_run(config, whole, {**env, "LYSEP_CHECKPOINT_SECONDS": "off"}, "--seeds", "0")
+    ref.communicate(timeout=120)
+    rec = json.loads((cell / "seed-0.json").read_text())
+    want = json.loads((whole / "tiny/lysep/L3-M6/seed-0.json").read_text())
+    strip = lambda r: {**untimed(r), "diagnostics": {k: v for k, v in untimed(r)["diagnostics"].items()  # noqa: E731
+                                                      if k not in TIMING}}
+    assert rec["diagnostics"]["resumed_at_sweeps"] == [k]
+    assert strip(rec) == strip(want)
+    assert (cell / "seed-0.npz").read_bytes() == (whole / "tiny/lysep/L3-M6/seed-0.npz").read_bytes()
+
+
+def test_workers_save_their_runs_when_the_sweep_is_stopped(tmp_path):
+    """``--jobs 2``, SIGTERM to the parent: each worker saves its LySep run at the end of its sweep and
+    exits; the command exits 143 within the grace period, no worker is left, no record written."""
+    config = write_tiny(tmp_path, YAML)
+    results = tmp_path / "results"
+    cell = results / "tiny/lysep/L3-M6"
+    proc = lysep_run(config, results, {**os.environ, **NO_INTERVAL}, "--seeds", "0-1", "--jobs", "2")
+    wait_running(proc, cell, [0, 1])
+    kids = children(proc.pid)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=stopping.GRACE_SECONDS + 20)
+    assert proc.returncode == 143, err
+    assert time.monotonic() - t0 < stopping.GRACE_SECONDS, "the workers were killed, not stopped"
+    assert "Traceback" not in err
+    for seed in (0, 1):
+        k = saved_sweeps(checkpoint_path(results, "tiny", "lysep", 3, 6, seed))
+        assert k is not None and 0 < k < 600, f"seed {seed}: no checkpoint saved at the stop"
+        assert not (cell / f"seed-{seed}.json").exists()
+    time.sleep(0.5)
+    assert not [p for p in kids if Path(f"/proc/{p}").exists()
+                and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"]
