@@ -327,8 +327,8 @@ def run(
                                           cluster=session, copies=plan.copies)
         except KeyboardInterrupt as exc:
             typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
-                       "flight left no record (a LySep run saved its checkpoint at the sweep it reached); rerun the same command "
-                       "to resume", err=True)
+                       "flight left no record (a LySep run saved its checkpoint at the sweep it reached); rerun "
+                       "the same command to resume", err=True)
             raise typer.Exit(interrupts.exit_code(exc)) from None
         finally:
             if session is not None:
