@@ -523,6 +523,8 @@ def status(
     experiments: Optional[list[str]] = typer.Argument(
         None, help="default: the paper's experiments and every other one with records"),
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
+    seeds: Optional[str] = typer.Option(None, "--seeds",
+                                        help="expect these seeds, e.g. 0-2 for make extras (default: spec)"),
     check: bool = typer.Option(False, "--check", metavar="", help="exit 1 when a listed run is missing"),
     summary: bool = typer.Option(False, "--summary", metavar="", help="the totals only, not the table"),
     out: Optional[Path] = typer.Option(None, "--out", parser=_path, help="write here instead of stdout"),
@@ -536,12 +538,13 @@ def status(
     try:
         chosen = _report_specs(config, experiments, results, out, iterations)
         wanted = _solver_filter(solver, chosen)
+        expected = None if seeds is None else {s.name: specs.parse_seeds(seeds, s) for s in chosen}
     except SpecError as exc:
         _fail(str(exc))
     sel = _selection(results, chosen, iterations)
     if not experiments:
         chosen = [s for s in chosen if s.table is not None or sel.of(s.name)]
-    cells = archive_status(sel, chosen, wanted, results)
+    cells = archive_status(sel, chosen, wanted, results, expected)
     if not cells:
         _nothing_to_show(results, chosen, sel)
     paper = {s.name for s in chosen if s.table is not None}

@@ -74,9 +74,11 @@ class CellStatus:
 
 
 def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None,
-                   results_dir: str | Path | None = None) -> list[CellStatus]:
+                   results_dir: str | Path | None = None,
+                   seeds: dict[str, list[int]] | None = None) -> list[CellStatus]:
     """One :class:`CellStatus` per (experiment, solver, size) of ``chosen``, in table order; with
-    ``results_dir``, the checkpoints of missing runs found there (how many sweeps they hold).
+    ``results_dir``, the checkpoints of missing runs found there (how many sweeps they hold).  Each cell
+    expects the seeds of its spec, or ``seeds[experiment]`` when given (``lysep status --seeds``).
 
     Solvers listed: ``solvers`` when given (those the spec has), else the paper's pair for an experiment
     with a paper table plus every solver with at least one matching record (all of the spec's solvers
@@ -95,10 +97,11 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
             by_cell.setdefault((r.solver, r.L, r.M), []).append(r)
         for solver in sorted(names, key=solver_key):
             for L, M in spec.sizes:
-                cell = CellStatus(spec.name, solver, L, M, spec.seeds,
+                expected = tuple(sorted((seeds or {}).get(spec.name, spec.seeds)))
+                cell = CellStatus(spec.name, solver, L, M, expected,
                                   iterations=sel.iterations.get(spec.name, spec.iterations))
                 for r in by_cell.get((solver, L, M), []):
-                    if r.seed not in spec.seeds:
+                    if r.seed not in expected:
                         continue
                     cell.done.append(r.seed)
                     cell.pace_seconds += float(r.seconds)
@@ -204,10 +207,17 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
                                             f"{_hours(sum(c.cpu_seconds for c in cells))} CPU-hours"
                                             if n_cpu else "none recorded its CPU time"))
     text = f"- missing runs: {missing}"
+    pairs_missing = sum(len(c.missing) for c in pairs)
+    if pairs and missing > pairs_missing:  # which of them the paper's tables wait for
+        text += f" ({pairs_missing} in the paper's pairs, {missing - pairs_missing} in the other cells)"
     if missing:
-        text += (f"; about {_hours(left)} run-hours at the pace of each cell's finished seeds"
-                 + (f", plus {sum(len(c.missing) for c in guessed)} run(s) in {len(guessed)} cell(s) with no "
-                    "seed finished (no estimate)" if guessed else ""))
+        parts = []
+        if len(guessed) < sum(1 for c in cells if c.missing):  # some cell with missing runs has a pace
+            parts.append(f"about {_hours(left)} run-hours at the pace of each cell's finished seeds")
+        if guessed:
+            parts.append(f"{sum(len(c.missing) for c in guessed)} run(s) in {len(guessed)} cell(s) with no seed "
+                         "finished (no estimate)")
+        text += "; " + ", plus ".join(parts)
     lines.append(text)
     if size is not None:
         n, js, nz = size

@@ -83,10 +83,35 @@ def test_check_fails_only_when_something_is_missing(tmp_path):
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):
     config, results = _archive(tmp_path)
-    for args in (["--solver", "nope"], ["--iterations", "0"], ["no-such-experiment"]):
+    for args in (["--solver", "nope"], ["--iterations", "0"], ["no-such-experiment"], ["--seeds", "2-1"],
+                 ["--seeds", "0,,1"]):
         r = cli.invoke(app, ["status", *args, "--config", str(config), "--results", str(results)])
         assert r.exit_code == 2, (args, r.output)
         assert r.output.count("\n") == 1 and r.output.startswith("lysep: error:"), r.output
+
+
+def test_seeds_sets_the_seeds_each_cell_expects(tmp_path):
+    """``--seeds 0``: as ``make extras`` runs the other baselines at fewer seeds than the spec's."""
+    config, results = _archive(tmp_path)
+    base = ["status", "elliptic-2d", "--config", str(config), "--results", str(results)]
+    r = cli.invoke(app, [*base, "--seeds", "0"])
+    rows = _rows(r.output)
+    assert rows["PINN", "(2,5)"][3:5] == ["1/1", "–"] and rows["LySep", "(3,6)"][3:5] == ["0/1", "0"]
+    assert "finished runs: 2," in r.output  # seeds 1 and 2 of PINN (3,6) are not asked for
+    assert cli.invoke(app, [*base, "--seeds", "0", "--solver", "pinn", "--check"]).exit_code == 0
+    assert cli.invoke(app, [*base, "--seeds", "0-1", "--solver", "pinn", "--check"]).exit_code == 1
+
+
+def test_the_missing_runs_of_the_papers_pairs_are_told_apart(tmp_path):
+    config, results = _archive(tmp_path)
+    spec = load_specs(config)["elliptic-2d"]
+    store(results, *synthetic_record(spec, "rfls", 3, 6, 0, J=1e-3, l2=1e-2, seconds=1.0))
+    r = cli.invoke(app, ["status", "elliptic-2d", "--config", str(config), "--results", str(results), "--summary"])
+    # PINN 2 and LySep 6 missing (the paper's pairs); rfls (3,6) seeds 1-2 and (2,5) seeds 0-2
+    assert "missing runs: 13 (8 in the paper's pairs, 5 in the other cells)" in r.output, r.output
+    r = cli.invoke(app, ["status", "elliptic-2d", "--config", str(config), "--results", str(results), "--summary",
+                         "--solver", "rfls"])
+    assert "missing runs: 5; about" in r.output and "paper's" not in r.output, r.output
 
 
 def test_an_experiment_named_twice_is_counted_once(tmp_path):
