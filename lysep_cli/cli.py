@@ -548,7 +548,7 @@ def status(
     if not cells:
         _nothing_to_show(results, chosen, sel)
     paper = {s.name for s in chosen if s.table is not None}
-    size = files_size(results, sorted({c.experiment for c in cells}))
+    size = files_size(results, sorted({c.experiment for c in cells}), wanted)
     _emit(render_status(cells, sel.iterations, str(results), paper, summary, size), out)
     if check and any(c.missing for c in cells):
         raise typer.Exit(1)

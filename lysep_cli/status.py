@@ -154,11 +154,15 @@ def _hours(seconds: float) -> str:
     return "–" if not math.isfinite(seconds) else f"{seconds / 3600:.2f}"
 
 
-def files_size(results_dir: str | Path, experiments: list[str]) -> tuple[int, int, int]:
+def files_size(results_dir: str | Path, experiments: list[str],
+               solvers: set[str] | None = None) -> tuple[int, int, int]:
     """(record files, bytes of the JSON records, bytes of their NPZ files and the data sets) of
-    ``experiments`` under ``results_dir``: what an archive of them weighs (figures and tables aside)."""
+    ``experiments`` under ``results_dir`` (only the records of ``solvers`` when given): what an archive
+    of them weighs (figures and tables aside)."""
     n = json_bytes = npz_bytes = 0
     for path in record_files(results_dir, experiments):
+        if solvers is not None and path.parts[-3] not in solvers:  # <experiment>/<solver>/L<L>-M<M>/seed-<s>.json
+            continue
         n += 1
         json_bytes += file_bytes(path)
         npz_bytes += file_bytes(path.with_suffix(".npz"))

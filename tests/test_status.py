@@ -142,6 +142,9 @@ def test_the_files_line_weighs_the_records_of_the_experiments_shown(tmp_path):
     out = cli.invoke(app, ["status", "elliptic-2d", "--summary", "--config", str(config),
                            "--results", str(results)]).output
     assert f"- files: 5 run record(s), {expected + 0.3:.1f} MB (JSON " in out
+    out = cli.invoke(app, ["status", "elliptic-2d", "--summary", "--solver", "lysep", "--config", str(config),
+                           "--results", str(results)]).output
+    assert "- files: 0 run record(s), 0.3 MB (JSON " in out  # --solver: only its records (none), the data set
 
 
 def test_missing_seeds_name_checkpoints_runs_computed_now_and_runs_queued():
