@@ -326,9 +326,10 @@ def run(
                                           reporter=held.reporting(reporter, results, spec.name),
                                           cluster=session, copies=plan.copies)
         except KeyboardInterrupt as exc:
+            saved = (" (a LySep run saved its checkpoint at the sweep it reached)"
+                     if any(runner.keeps_checkpoint(key.solver) for key in plan.todo) else "")
             typer.echo(f"\nlysep: {interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
-                       "flight left no record (a LySep run saved its checkpoint at the sweep it reached); rerun "
-                       "the same command to resume", err=True)
+                       f"flight left no record{saved}; rerun the same command to resume", err=True)
             raise typer.Exit(interrupts.exit_code(exc)) from None
         finally:
             if session is not None:

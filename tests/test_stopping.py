@@ -134,7 +134,7 @@ def test_a_stopped_run_resumes_from_the_sweep_of_the_stop(tmp_path, sig, code, r
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
-    assert "Traceback" not in err
+    assert "Traceback" not in err and "a LySep run saved its checkpoint" in err
     ckpt = checkpoint_path(stopped, "tiny", "lysep", 3, 6, 0)
     k = saved_sweeps(ckpt)
     assert k is not None and 0 < k < 600, "no checkpoint saved at the stop"
