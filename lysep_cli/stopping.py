@@ -70,20 +70,19 @@ def _on_stop(signum: int, frame: FrameType | None) -> None:
     _pending = stop
 
 
-def _stop_now() -> None:
-    global _pending
+def _act(stop: KeyboardInterrupt) -> None:
     if _in_worker:
         os._exit(EXIT_SIGTERM)  # the checkpoint is saved; a worker writes nothing else
-    stop, _pending = _pending, None
-    assert stop is not None
     raise stop
 
 
 def check(k: int, iterations: int) -> None:
     """Call from the progress callback after sweep ``k`` (0-based) of ``iterations``: act on a held-back
     stop, except after the last sweep (the run is let finish; :func:`deferred` acts on it after)."""
+    global _pending
     if _pending is not None and k + 1 < iterations:
-        _stop_now()
+        stop, _pending = _pending, None
+        _act(stop)
 
 
 @contextmanager
@@ -111,8 +110,7 @@ def deferred(active: bool) -> Iterator[None]:
             signal.signal(sig, handler)
         stop, _pending = _pending, None  # an exception leaving the block supersedes it
     if stop is not None:
-        _pending = stop
-        _stop_now()
+        _act(stop)
 
 
 def stop_workers(processes: list[Any], grace: float = GRACE_SECONDS) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +55,42 @@ def untimed(record: dict) -> dict:
     if isinstance(out.get("diagnostics"), dict):
         out["diagnostics"] = {k: v for k, v in out["diagnostics"].items() if k != "cpu_seconds"}
     return out
+
+
+#: diagnostics that time a run: they differ between a resumed run and an uninterrupted one
+RESUME_TIMING = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume")
+
+
+def resumable_part(record: dict) -> dict:
+    """What a resumed run's record must share with the uninterrupted run's: all but the timings."""
+    out = untimed(record)
+    return {**out, "diagnostics": {k: v for k, v in out["diagnostics"].items() if k not in RESUME_TIMING}}
+
+
+def tiny_lysep_yaml(iterations: int, seeds: str) -> str:
+    """Experiment ``tiny``: LySep on a 2-D elliptic problem at (3,6), seconds per run."""
+    return f"""\
+experiments:
+  tiny:
+    pde: elliptic
+    d: 2
+    solution: exp-sin
+    sizes: [[3, 6]]
+    n_train: 60
+    n_test: 40
+    iterations: {iterations}
+    seeds: [{seeds}]
+    solvers:
+      lysep: {{step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}}
+"""
+
+
+def tiny_lysep_run(config: Path, results: Path, env: dict, *extra: str) -> subprocess.Popen:
+    """``lysep run tiny --solver lysep`` in a subprocess (SIGINT as in a terminal)."""
+    cmd = [sys.executable, "-m", "lysep_cli.cli", "run", "tiny", "--solver", "lysep", "--config", str(config),
+           "--results", str(results), *extra]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=default_sigint)
 
 
 def default_sigint() -> None:
@@ -146,3 +185,44 @@ def store(root: Path, record: RunRecord, params: list) -> RunRecord:
     """Write ``record`` and its weights under ``root`` (the records layout)."""
     records.write_record(root, record, params)
     return record
+
+
+# Processes (from /proc).
+
+def children(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (from /proc)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if fields[0] not in ("Z", "X"):
+                parents[int(entry.name)] = int(fields[1])
+    found, frontier = [], [pid]
+    while frontier:
+        p = frontier.pop()
+        kids = [c for c, pp in parents.items() if pp == p]
+        found += kids
+        frontier += kids
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_gone(pids: list[int], seconds: float = 5.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,10 +22,9 @@ from lysep_cli.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
 from lysep_cli.solvers.lysep import solve
 
-from foundation_helpers import default_sigint, untimed, write_tiny
+from foundation_helpers import RESUME_TIMING, resumable_part, tiny_lysep_run, tiny_lysep_yaml, write_tiny
 
 SETTINGS = {"step_rule": "backtracking", "tau": 1.0e-8, "weights": "frozen", "w3_b3": "separate"}
-TIMING = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume")
 
 
 def tiny(pde: str, L: int):
@@ -51,7 +48,7 @@ def same_result(a, b) -> None:
     for (Wa, ba), (Wb, bb) in zip(a.params, b.params):
         assert np.array_equal(Wa, Wb) and np.array_equal(ba, bb)
     assert a.history == b.history and a.bound == b.bound and a.J_S == b.J_S and a.status == b.status
-    strip = lambda d: {k: v for k, v in d.items() if k not in TIMING}  # noqa: E731
+    strip = lambda d: {k: v for k, v in d.items() if k not in RESUME_TIMING}  # noqa: E731
     assert strip(a.diagnostics) == strip(b.diagnostics)
 
 
@@ -84,27 +81,7 @@ def test_a_checkpoint_of_another_run_is_not_used(tmp_path):
         assert Checkpoint(ckpt.path, {"run": "a"}).load() is None and saved_sweeps(ckpt.path) is None
 
 
-YAML = """\
-experiments:
-  tiny:
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[3, 6]]
-    n_train: 60
-    n_test: 40
-    iterations: 300
-    seeds: [0]
-    solvers:
-      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
-"""
-
-
-def lysep_run(config: Path, results: Path, env: dict) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "lysep_cli.cli", "run", "tiny", "--solver", "lysep", "--config", str(config),
-           "--results", str(results)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            preexec_fn=default_sigint)
+YAML = tiny_lysep_yaml(iterations=300, seeds="0")
 
 
 def test_a_killed_lysep_run_resumes_from_its_checkpoint(tmp_path):
@@ -113,7 +90,7 @@ def test_a_killed_lysep_run_resumes_from_its_checkpoint(tmp_path):
     config = write_tiny(tmp_path, YAML)
     env = {**os.environ, "LYSEP_CHECKPOINT_SECONDS": "0"}
     killed, whole = tmp_path / "killed", tmp_path / "whole"
-    proc = lysep_run(config, killed, env)
+    proc = tiny_lysep_run(config, killed, env)
     ckpt = checkpoint_path(killed, "tiny", "lysep", 3, 6, 0)
     deadline = time.monotonic() + 60
     while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
@@ -125,18 +102,16 @@ def test_a_killed_lysep_run_resumes_from_its_checkpoint(tmp_path):
     status = CliRunner().invoke(app, ["status", "tiny", "--config", str(config), "--results", str(killed)])
     assert f"| 0 (0 at sweep {saved_sweeps(ckpt)}) |" in status.output and saved_sweeps(ckpt) > 0
 
-    again = lysep_run(config, killed, env)
+    again = tiny_lysep_run(config, killed, env)
     out, err = again.communicate(timeout=300)
     assert again.returncode == 0, err
     assert "resumed from a checkpoint at sweep" in out + err
     assert not ckpt.exists()
-    ref = lysep_run(config, whole, {**env, "LYSEP_CHECKPOINT_SECONDS": "off"})
+    ref = tiny_lysep_run(config, whole, {**env, "LYSEP_CHECKPOINT_SECONDS": "off"})
     ref.communicate(timeout=300)
     rec = json.loads((killed / "tiny/lysep/L3-M6/seed-0.json").read_text())
     want = json.loads((whole / "tiny/lysep/L3-M6/seed-0.json").read_text())
     assert rec["diagnostics"]["resumed_at_sweeps"][0] > 0
-    strip = lambda r: {**untimed(r), "diagnostics": {k: v for k, v in untimed(r)["diagnostics"].items()  # noqa: E731
-                                                      if k not in TIMING}}
-    assert strip(rec) == strip(want)
+    assert resumable_part(rec) == resumable_part(want)
     assert rec["seconds"] >= want["seconds"] * 0.3  # the parts before the kill are counted
     assert (killed / "tiny/lysep/L3-M6/seed-0.npz").read_bytes() == (whole / "tiny/lysep/L3-M6/seed-0.npz").read_bytes()

@@ -22,7 +22,8 @@ from lysep_cli.cli import app
 from lysep_cli.dataset import experiment_data
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import untimed, TINY_YAML, default_sigint, files_under, snapshot, write_tiny
+from foundation_helpers import (untimed, TINY_YAML, children, default_sigint, files_under, snapshot,
+                                wait_gone, write_tiny)
 
 cli = CliRunner()
 RUN = ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6"]
@@ -69,35 +70,6 @@ def complete_records(results: Path) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Processes.
 
-def children(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if fields[0] not in ("Z", "X"):
-                parents[int(entry.name)] = int(fields[1])
-    found, frontier = [], [pid]
-    while frontier:
-        p = frontier.pop()
-        kids = [c for c, pp in parents.items() if pp == p]
-        found += kids
-        frontier += kids
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def start_sweep(config: Path, results: Path, jobs: int = 2) -> tuple[subprocess.Popen, list[int]]:
     """A long ``--jobs`` sweep in a subprocess; returns it once its workers run (and their pids)."""
     cmd = [sys.executable, "-m", "lysep_cli.cli", *RUN, "--seeds", "0-5", "--iterations", "300000",
@@ -113,16 +85,6 @@ def start_sweep(config: Path, results: Path, jobs: int = 2) -> tuple[subprocess.
     kids = children(proc.pid)
     assert proc.poll() is None and len(kids) >= (jobs if jobs > 1 else 0), (kids, proc.poll())
     return proc, kids
-
-
-def wait_gone(pids: list[int], seconds: float = 5.0) -> list[int]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        left = [p for p in pids if alive(p)]
-        if not left:
-            return []
-        time.sleep(0.05)
-    return [p for p in pids if alive(p)]
 
 
 @pytest.mark.parametrize("jobs", [2, 1])
