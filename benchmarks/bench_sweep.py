@@ -50,7 +50,7 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     if impl:
         sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
         sys.path.insert(0, impl)
-    import lysep_cli  # noqa: F401  first: it pins OpenBLAS's kernel before NumPy loads (lysep_cli.blas_pin)
+    import lysep_cli  # noqa: F401  first: it pins OpenBLAS's kernel before NumPy loads (lysep_cli.platform_pin)
     import numpy as np
     from threadpoolctl import threadpool_limits
 

@@ -13,7 +13,7 @@ docs/paper-notes.md), in case the paper's J_S was computed from that lambda.
 
 from __future__ import annotations
 
-import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
 import argparse
 

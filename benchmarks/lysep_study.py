@@ -7,7 +7,7 @@ the set-up included), so that a script only says what it prints.
 
 from __future__ import annotations
 
-import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional

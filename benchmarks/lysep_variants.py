@@ -7,7 +7,7 @@ Prints mean ± std over seeds of J, l2, J after the first W_3 solve, ||W_3||, an
 
 from __future__ import annotations
 
-import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
 import argparse
 import time

@@ -8,7 +8,7 @@ from the state, as the next W_L solve will see it; sqrt(lambda) is the ridge on 
 
 from __future__ import annotations
 
-import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.blas_pin)
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
 import argparse
 

@@ -1,5 +1,5 @@
 """lysep: reproduce and extend the LySep paper (Liu & Gu)."""
 
-from .blas_pin import pin_openblas_core
+from .platform_pin import pin_platform
 
-pin_openblas_core()  # before anything imports NumPy: same bits on every AVX2 machine (blas_pin.py)
+pin_platform()  # before anything imports NumPy: same bits on every AVX2 machine (platform_pin.py)

@@ -9,45 +9,29 @@ uninterrupted run writes, bit for bit (tests/test_checkpoint.py), except the tim
 the parts.  The checkpoint is removed when the record is written.
 
 A checkpoint is used only when its fingerprint matches: the same run (experiment, solver, L, M, seed,
-iterations), settings, data set, BLAS kernel and solver code (a hash of the modules that compute a run).
+iterations), settings, data set and platform (the fingerprint of lysep_cli/fingerprint.py: BLAS kernel,
+NumPy SIMD, versions, and the numerics id, a hash of the modules that compute a run).
 Anything else is ignored and overwritten.  ``LYSEP_CHECKPOINT_SECONDS`` sets the interval (0: a
 checkpoint after every iteration, for tests; "off": none).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 import zipfile
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import atomic, records
+from .fingerprint import numerics_id
 
 DEFAULT_SECONDS = 120.0
 _META = "__meta__"
 _UNREADABLE = (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
-
-
-#: the modules a run's numbers come from (the data set has its own hash in the fingerprint)
-NUMERIC_SOURCES = ("solvers/*.py", "channels.py", "activation.py", "network.py", "problems.py", "checkpoint.py")
-
-
-@lru_cache(maxsize=1)
-def source_hash() -> str:
-    """sha256 over the modules that compute a run (:data:`NUMERIC_SOURCES`): a checkpoint made by other
-    solver code is not resumed; a change to the command line or the reports does not void it."""
-    h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
-    for path in sorted({p for pattern in NUMERIC_SOURCES for p in root.glob(pattern)}):
-        h.update(str(path.relative_to(root)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def interval() -> float | None:
@@ -71,7 +55,7 @@ class Checkpoint:
 
     def __init__(self, path: str | Path, fingerprint: dict[str, Any], every: float | None = DEFAULT_SECONDS):
         self.path = Path(path)
-        self.fingerprint = json.dumps({**fingerprint, "source": source_hash()}, sort_keys=True)
+        self.fingerprint = json.dumps({**fingerprint, "numerics": numerics_id()}, sort_keys=True)
         self.every = every
         self._last = time.monotonic()
 

@@ -153,9 +153,10 @@ def _load(config: Optional[Path]) -> dict[str, ExperimentSpec]:
     return specs.load_specs(config if config is not None else specs.default_config())
 
 
-def _format(fmt: str, allowed: tuple[str, ...]) -> str:
+def _format(fmt: str, allowed: tuple[str, ...], option: str = "--format") -> str:
     if fmt not in allowed:
-        raise SpecError(f"--format: unknown format {fmt!r} (choose from {', '.join(allowed)})")
+        what = "format" if option == "--format" else "value"
+        raise SpecError(f"{option}: unknown {what} {fmt!r} (choose from {', '.join(allowed)})")
     return fmt
 
 
@@ -472,14 +473,23 @@ def verify(
     cheapest: bool = typer.Option(False, "--cheapest", metavar="",
                                   help="the K runs with the smallest recorded time instead of a random sample"),
     solver: Optional[str] = typer.Option(None, "--solver", help="only these solvers, e.g. lysep or pinn,rfls"),
+    level: str = typer.Option("auto", "--level",
+                              help="auto | exact | tolerant | statistical (docs/reproducibility.md)"),
+    cells: Optional[str] = typer.Option(None, "--cells",
+                                        help="rerun every seed of these cells, e.g. pinn:3x30,rfls:3x50 "
+                                             "(statistical level)"),
+    against: Optional[Path] = typer.Option(None, "--against", parser=_path,
+                                           help="compare with another archive cell by cell; no reruns"),
     weights: bool = typer.Option(False, "--weights", metavar="",
-                                 help="no training: re-evaluate J and l2 of the saved weights from data.npz "
+                                 help="only re-evaluate J and l2 of the saved weights from data.npz; no training "
                                       "(seconds for the whole archive with --all)"),
     iterations: Optional[int] = typer.Option(None, "--iterations", parser=_whole_number, help=ITERATIONS_SHOW_HELP),
     results: Path = typer.Option(Path("results/paper"), "--results", parser=_path, help="archive to check"),
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
-    """Rerun archived runs and check their numbers: bit-identical here, else within 1e-9 relative."""
+    """Check the archive: its saved networks, then reruns at the level this platform allows (exact,
+    tolerant, statistical), or another archive against it (--against)."""
+    from . import cellstats
     from . import verify as verifier
 
     try:
@@ -488,34 +498,90 @@ def verify(
         _positive(sample, "--sample")
         if seed < 0:
             raise SpecError(f"--seed must be >= 0, got {seed}")
+        _format(level, verifier.LEVELS, "--level")
+        if sum(bool(x) for x in (weights, against is not None, cells)) > 1:
+            raise SpecError("--weights, --against and --cells exclude each other")
+        if against is not None and not against.is_dir():
+            raise SpecError(f"--against: no directory {against}")
         chosen = _report_specs(config, experiments, results, None, iterations)
         wanted = _solver_filter(solver, chosen)
+        cell_filter = None if cells is None else _cell_filter(cells, chosen)
     except SpecError as exc:
         _fail(str(exc))
     sel = _selection(results, chosen, iterations)
     pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
         _nothing_to_show(results, chosen, sel)
-    picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
-    estimate = sum(r.seconds for r in picked)
-    typer.echo(f"verifying {len(picked)} of {len(pool)} archived run(s) under {results}/ "
-               + ("(their saved weights, re-evaluated)" if weights else
-                  f"(about {estimate:.0f} s of recorded run time)"), err=True)
     by_name = {s.name: s for s in chosen}
-    check_one = verifier.reevaluate if weights else verifier.verify
-    bad = 0
-    for rec in picked:
-        check = check_one(by_name[rec.experiment], rec, results)
-        bad += not check.ok
-        typer.echo(check.line())
-    typer.echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
-               + (f"; {bad} do not (tolerance {verifier.TOLERANCE:g} relative)" if bad else ""))
+    echo = typer.echo
     damaged = sum(sel.invalid.values())
+    if against is not None:
+        other = [r for r in _selection(against, chosen, iterations).records if wanted is None or r.solver in wanted]
+        compared, only_here, only_there = cellstats.compare_archives(pool, other)
+        echo(f"cell by cell: {results}/ (reference) against {against}/; per cell n, geometric means of final "
+             f"J and l2, their ratio, Mann-Whitney p; differs when p < {cellstats.ALPHA:g} or the ratio is "
+             f"outside [1/{cellstats.RATIO_BOUND:g}, {cellstats.RATIO_BOUND:g}]", err=True)
+        for c in compared:
+            echo(c.line())
+        bad = sum(not c.ok for c in compared)
+        missing = len(only_here) + len(only_there)
+        echo(f"{len(compared) - bad} of {len(compared)} cell(s) agree" + (f"; {bad} differ" if bad else "")
+             + (f"; {len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {against}/"
+                if missing else ""))
+        if not compared:
+            raise typer.Exit(1)
+    elif weights:
+        picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
+        echo(f"re-evaluating the saved weights of {len(picked)} of {len(pool)} archived run(s) under {results}/",
+             err=True)
+        bad = verifier.weights_pass(by_name, picked, results, echo, quiet=False)
+        echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
+             + (f"; {bad} do not (tolerance {verifier.WEIGHTS_TOLERANCE:g} relative)" if bad else ""))
+    else:
+        echo(verifier.header(pool), err=True)
+        bad = verifier.weights_pass(by_name, pool, results, echo, quiet=True)
+        if cell_filter is not None or level == "statistical":
+            if cell_filter is not None:
+                chosen_cells = sorted({cellstats.cell_of(r) for r in pool if (r.solver, r.L, r.M) in cell_filter})
+            else:
+                picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
+                chosen_cells = sorted({cellstats.cell_of(r) for r in picked})
+            runs = [r for r in pool if cellstats.cell_of(r) in chosen_cells]
+            if not runs:
+                _fail(f"--cells {cells}: no archived run of these cells under {results}/", code=1)
+            echo(f"statistical level: {len(chosen_cells)} cell(s), {len(runs)} run(s) rerun (about "
+                 f"{sum(r.seconds for r in runs):.0f} s of recorded run time)", err=True)
+            failed = verifier.cells_pass(by_name, chosen_cells, pool, echo)
+            bad += failed
+            echo(f"{len(chosen_cells) - failed} of {len(chosen_cells)} cell(s) reproduce the archive "
+                 "(level statistical)")
+        else:
+            picked = verifier.choose(pool, None if all_runs else (sample or 3), seed, cheapest)
+            echo(f"rerunning {len(picked)} of {len(pool)} archived run(s) under {results}/ (about "
+                 f"{sum(r.seconds for r in picked):.0f} s of recorded run time)", err=True)
+            failed, levels = verifier.runs_pass(by_name, picked, pool, results, level, echo)
+            bad += failed
+            used = ", ".join(f"{k} {n}" for k, n in sorted(levels.items()))
+            echo(f"{len(picked) - failed} of {len(picked)} run(s) reproduce the archive (levels: {used})"
+                 + (f"; {failed} do not" if failed else ""))
     if damaged:  # an altered weights/history file, a broken JSON: the archive is not what it was
-        typer.echo(f"{damaged} archived record(s) do not read (damaged or altered since written; named in the "
-                   "warnings above): the archive does not verify")
+        echo(f"{damaged} archived record(s) do not read (damaged or altered since written; named in the "
+             "warnings above): the archive does not verify")
     if bad or damaged:
         raise typer.Exit(1)
+
+
+def _cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, int]]:
+    """``--cells pinn:3x30,rfls:3x50`` as {(solver, L, M)}; SpecError for a malformed entry."""
+    out = set()
+    for part in text.split(","):
+        name, _, size = part.strip().partition(":")
+        L, _, M = size.partition("x")
+        if not (name and L.isdigit() and M.isdigit()):
+            raise SpecError(f"--cells: expected SOLVER:LxM[,...] (e.g. pinn:3x30), got {part.strip()!r}")
+        _solver_filter(name, chosen)
+        out.add((name, int(L), int(M)))
+    return out
 
 
 @app.command(cls=_Command)

@@ -37,6 +37,7 @@ from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
 
 from . import interrupts, runner
+from .fingerprint import fingerprint
 from .memory import tune_malloc
 from .network import Params
 from .runner import Reporter, RunKey
@@ -289,7 +290,7 @@ class Session:
             worker, exc = sorted(bad.items())[0]
             raise ClusterError(f"{len(bad)} of {len(probe)} dask worker(s) cannot import lysep ({worker}: "
                                f"{_error_text(exc)}); install 'lysep[dask]' where the workers run")
-        mine = runner._versions()
+        mine = fingerprint()
         warnings = []
         for package in ("lysep", "numpy"):
             if package not in mine:

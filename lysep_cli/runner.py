@@ -20,17 +20,16 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import closing
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 from . import checkpoint as checkpoints
 from . import network, records, stopping, workers
-from .blas_pin import cpu_model
 from .dataset import experiment_data
+from .fingerprint import EXACT_KEYS, fingerprint
 from .memory import tune_malloc
 from .metrics import finite_or_none, first_nonfinite, relative_l2
 from .network import Params
@@ -57,20 +56,6 @@ class RunKey:
 # ---------------------------------------------------------------------------------------------
 # One run, no file I/O.
 
-def _versions() -> dict[str, str]:
-    """Versions, and the BLAS kernel the run used (``blas_core``: OpenBLAS's architecture, see blas_pin.py)."""
-    out = {"numpy": np.__version__, "machine": f"{cpu_model()}, {os.cpu_count()} CPUs"}
-    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-    if blas:  # NumPy's and SciPy's own OpenBLAS: both should say the pinned kernel
-        out["blas"] = ", ".join(sorted({f"{i.get('internal_api', '?')} {i.get('version', '?')}" for i in blas}))
-        out["blas_core"] = ",".join(sorted({str(i.get("architecture", "?")) for i in blas}))
-    try:
-        out["lysep"] = metadata.version("lysep")
-    except metadata.PackageNotFoundError:
-        pass
-    return out
-
-
 def keeps_checkpoint(solver: str) -> bool:
     """Whether a run of ``solver`` saves checkpoints: its solver takes one (LySep) and they are on."""
     return (checkpoints.interval() is not None
@@ -84,10 +69,11 @@ def _checkpoint(spec: ExperimentSpec, key: RunKey, iterations: int, results_dir:
     every = checkpoints.interval()
     if not keeps_checkpoint(key.solver):
         return None
-    fingerprint = {"run": [spec.name, key.solver, key.L, key.M, key.seed, iterations], "data": data_sha,
-                   "settings": jsonable(spec.solvers[key.solver].to_dict()), "blas": _versions().get("blas_core")}
+    identity = {"run": [spec.name, key.solver, key.L, key.M, key.seed, iterations], "data": data_sha,
+                   "settings": jsonable(spec.solvers[key.solver].to_dict()),
+                   "platform": {k: v for k, v in fingerprint().items() if k in EXACT_KEYS}}
     path = checkpoints.checkpoint_path(results_dir, spec.name, key.solver, key.L, key.M, key.seed)
-    return stopping.SavingCheckpoint(path, fingerprint, every)
+    return stopping.SavingCheckpoint(path, identity, every)
 
 
 def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
@@ -143,7 +129,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
         bound=jsonable(result.bound), history=history,
         # cpu_seconds: CPU time of the solve (wall time is `seconds`; on a shared machine they differ)
         diagnostics={**jsonable(result.diagnostics), "cpu_seconds": cpu_seconds},
-        versions=_versions())
+        versions=fingerprint())
     return record, result.params
 
 

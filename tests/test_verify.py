@@ -56,8 +56,9 @@ def _edit(path, change):
 def test_reruns_are_bit_identical(archive):
     r = _verify(*archive, "--all")
     assert r.exit_code == 0, r.output
-    assert r.output.count("bit-identical") == 2
-    assert "2 of 2 run(s) reproduce the archive" in r.output
+    assert r.output.count("exact, bit-identical") == 2
+    assert "2 of 2 run(s) reproduce the archive (levels: exact 2)" in r.output
+    assert "weights: 2 of 2 saved network(s) give their record's J and l2" in r.output
 
 
 def test_an_altered_archived_number_fails_and_is_named(archive, tmp_path):
@@ -69,22 +70,63 @@ def test_an_altered_archived_number_fails_and_is_named(archive, tmp_path):
     _edit_history(_record(copy, 1), "J", 3, 1 + 1e-6)
     r = _verify(config, copy, "--all")
     assert r.exit_code == 1, r.output
-    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 1" in r.output
+    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 1: exact level (same platform and numerics)" in r.output
     assert "history J[3]" in r.output and "1.000e-06" in r.output
-    assert "1 of 2 run(s) reproduce the archive; 1 do not" in r.output
+    assert "1 of 2 run(s) reproduce the archive (levels: exact 2); 1 do not" in r.output
 
 
-def test_a_difference_within_the_tolerance_passes_with_its_size(archive, tmp_path):
+def _other_platform(o: dict) -> None:
+    o["versions"] = {**o["versions"], "blas_core": "Sandybridge", "numpy_simd": "X86_V3,X86_V4"}
+
+
+def test_on_another_platform_a_round_off_difference_passes_at_the_tolerant_level(archive, tmp_path):
     config, results = archive
     import shutil
 
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
-    _edit(_record(copy, 0), lambda o: o["final"].__setitem__("l2", o["final"]["l2"] * (1 + 1e-12)))
+    _edit(_record(copy, 0), lambda o: (_other_platform(o),
+                                       o["final"].__setitem__("l2", o["final"]["l2"] * (1 + 1e-12))))
     r = _verify(config, copy, "--all")
     assert r.exit_code == 0, r.output
-    assert "ok        elliptic-2d pinn L3-M6 seed 0: largest relative difference" in r.output
-    assert "(final l2)" in r.output
+    assert ("ok        elliptic-2d pinn L3-M6 seed 0: tolerant, largest relative difference 1.000e-12 "
+            "(final l2) vs tolerance 1.0e-11") in r.output
+    assert "(levels: exact 1, tolerant 1)" in r.output
+
+
+def test_on_another_platform_a_real_change_still_fails_and_names_what_differs(archive, tmp_path):
+    config, results = archive
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    _edit(_record(copy, 0), _other_platform)
+    _edit_history(_record(copy, 0), "J", 2, 1 + 1e-6)
+    r = _verify(config, copy, "--all")
+    assert r.exit_code == 1, r.output
+    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 0: tolerant, largest relative difference 1.000e-06" in r.output
+    assert "platform differs: numpy_simd: X86_V3,X86_V4 -> " in r.output
+    assert "blas_core: Sandybridge -> " in r.output
+
+
+def test_a_weight_altered_by_1e_6_and_resealed_fails_without_training(archive, tmp_path):
+    config, results = archive
+    import shutil
+
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    path = _record(copy, 1)
+    rec = records.read_record(path)
+    params = records.load_params(path.with_suffix(".npz"))
+    W1 = params[0][0].copy()
+    W1[0, 0] += 1e-6
+    params = [(W1, params[0][1])] + params[1:]
+    records.write_record(copy, rec.with_(weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history))),
+                         params)
+    for args in (["--weights", "--all"], ["--sample", "1", "--cheapest"]):
+        r = _verify(config, copy, *args)
+        assert r.exit_code == 1, r.output
+        assert "MISMATCH  elliptic-2d pinn L3-M6 seed 1: weights" in r.output
 
 
 def test_cheapest_picks_the_fastest_recorded_runs(archive, tmp_path):
@@ -165,5 +207,5 @@ def test_weights_mode_reevaluates_without_training_and_catches_an_altered_networ
                          params)
     r = _verify(config, copy, "--all", "--weights")
     assert r.exit_code == 1, r.output
-    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 0: largest relative difference" in r.output
+    assert "MISMATCH  elliptic-2d pinn L3-M6 seed 0: weights, largest relative difference" in r.output
     assert "1 of 2 run(s) reproduce the archive; 1 do not" in r.output

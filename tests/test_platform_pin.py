@@ -1,4 +1,5 @@
-"""The BLAS kernel pin: OPENBLAS_CORETYPE=Haswell where safe, the user's choice wins, records say which ran."""
+"""The BLAS kernel pin: OPENBLAS_CORETYPE=Haswell where safe, the user's choice wins, records say which ran
+(the NumPy SIMD pin: tests/test_reproducibility.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli.blas_pin import _cpu_flags, pin_openblas_core
+from lysep_cli.platform_pin import _cpu_flags, pin_openblas_core
 from lysep_cli.cli import app
 from lysep_cli.verify import Check
 
@@ -75,13 +76,12 @@ def test_records_say_which_kernel_ran(tmp_path):
     assert versions["machine"].endswith(f"{os.cpu_count()} CPUs")  # the CPU, for the archive's timing
 
 
-def test_a_mismatch_names_the_kernels_when_they_differ():
-    rec = type("R", (), {"experiment": "e", "solver": "lysep", "L": 3, "M": 30, "seed": 8})()
-    line = Check(rec, 3.4e-3, "weights W3", False, ("Haswell", "SkylakeX")).line()
-    assert line.startswith("MISMATCH") and "archived with BLAS kernel Haswell, rerun with SkylakeX" in line
-    assert "OPENBLAS_CORETYPE=Haswell" in line
-    same = Check(rec, 3.4e-3, "weights W3", False, ("Haswell", "Haswell")).line()
-    assert "kernel" not in same
+def test_a_mismatch_names_what_differs_on_the_platform():
+    rec = type("R", (), {"experiment": "e", "solver": "lysep", "L": 3, "M": 30, "seed": 8, "diagnostics": {}})()
+    line = Check(rec, 3.4e-3, "weights W3", False, "tolerant", 1e-11, ("blas_core: Haswell -> SkylakeX",)).line()
+    assert line.startswith("MISMATCH") and "platform differs: blas_core: Haswell -> SkylakeX" in line
+    ok = Check(rec, 3.4e-12, "weights W3", False, "tolerant", 1e-11, ("blas_core: Haswell -> SkylakeX",)).line()
+    assert ok.startswith("ok") and "platform differs" not in ok
 
 
 def _first_import_line(tree: "ast.Module", names: set[str]) -> int | None:
