@@ -15,9 +15,9 @@ import json
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers.lysep import solve, Settings
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.solvers.lysep.algorithm import solve, Settings
 from lysep_cli.specs import default_config, load_specs
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from lysep_cli.network import init_params, value
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.network import init_params, value
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers import get_solver
-from lysep_cli.dataset import TrainingData
+from lysep_cli.numerics.dataset import TrainingData
 
 ROOT = Path(__file__).resolve().parents[1]
 

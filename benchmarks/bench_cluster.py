@@ -47,7 +47,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lysep_cli import cluster, records, runner
+from lysep_cli.execution import cluster
+from lysep_cli.store import records
+from lysep_cli.execution import runner
 from lysep_cli.specs import default_config, load_specs, parse_sizes
 
 

@@ -17,10 +17,10 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers.lysep import LySepIteration
-from lysep_cli.solvers.lysep_loss import LySepData
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.solvers.lysep.algorithm import LySepIteration
+from lysep_cli.solvers.lysep.loss import LySepData
 from lysep_cli.specs import load_specs
 
 

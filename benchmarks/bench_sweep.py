@@ -54,7 +54,7 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from lysep_cli import runner
+    from lysep_cli.execution import runner
     from lysep_cli.specs import load_specs
 
     spec = load_specs(str(ROOT / "experiments.yaml"))[experiment]

@@ -23,8 +23,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.specs import default_config, load_specs
 
 

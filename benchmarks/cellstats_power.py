@@ -19,8 +19,8 @@ from dataclasses import replace
 import lysep_cli  # noqa: F401  first: it pins the platform before NumPy loads (lysep_cli.platform_pin)
 import numpy as np
 
-from lysep_cli import records
-from lysep_cli.cellstats import by_cell, compare_cell
+from lysep_cli.store import records
+from lysep_cli.reports.cellstats import by_cell, compare_cell
 
 
 def scaled(runs, factor_J=1.0, noise=None):

@@ -22,8 +22,8 @@ import numpy as np
 import scipy.linalg
 from lysep_study import load, sweeps
 
-from lysep_cli import network
-from lysep_cli.solvers.lysep_loss import LySepData, LySepState, fit_matrix, penalty, weights
+from lysep_cli.numerics import network
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState, fit_matrix, penalty, weights
 from lysep_cli.specs import parse_seeds, parse_sizes
 
 

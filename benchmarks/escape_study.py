@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.memory import tune_malloc
-from lysep_cli.solvers.lysep import solve
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.execution.memory import tune_malloc
+from lysep_cli.solvers.lysep.algorithm import solve
 from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 
 

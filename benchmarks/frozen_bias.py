@@ -21,10 +21,10 @@ import numpy as np
 import scipy.linalg
 from threadpoolctl import threadpool_limits
 
-from lysep_cli import network
-from lysep_cli.records import read_record, record_paths
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers.lysep_loss import LySepData, LySepState, fit_matrix
+from lysep_cli.numerics import network
+from lysep_cli.store.records import read_record, record_paths
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState, fit_matrix
 from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 
 

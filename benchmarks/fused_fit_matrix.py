@@ -23,11 +23,12 @@ import numpy as np
 from numba import njit
 from threadpoolctl import threadpool_limits
 
-from lysep_cli import channels, network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.solvers import lysep_loss
-from lysep_cli.solvers.lysep import LySepIteration
-from lysep_cli.solvers.lysep_loss import LySepData
+from lysep_cli.numerics import channels
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.solvers.lysep.algorithm import loss as lysep_loss
+from lysep_cli.solvers.lysep.algorithm import LySepIteration
+from lysep_cli.solvers.lysep.loss import LySepData
 from lysep_cli.specs import load_specs
 
 

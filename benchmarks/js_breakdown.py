@@ -20,8 +20,8 @@ import argparse
 import numpy as np
 from lysep_study import load, sweeps
 
-from lysep_cli.solvers.lysep import LySepIteration
-from lysep_cli.solvers.lysep_loss import LySepData, weights
+from lysep_cli.solvers.lysep.algorithm import LySepIteration
+from lysep_cli.solvers.lysep.loss import LySepData, weights
 from lysep_cli.specs import parse_seeds, parse_sizes
 
 

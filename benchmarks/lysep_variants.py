@@ -14,10 +14,10 @@ import time
 
 import numpy as np
 
-from lysep_cli import network
-from lysep_cli.dataset import experiment_data
-from lysep_cli.metrics import relative_l2
-from lysep_cli.solvers.lysep import solve
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.numerics.metrics import relative_l2
+from lysep_cli.solvers.lysep.algorithm import solve
 from lysep_cli.specs import load_specs
 
 VARIANTS = {

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import lysep_cli  # noqa: F401  first: it pins the platform before NumPy loads (lysep_cli.platform_pin)
 
-from lysep_cli import records
-from lysep_cli.cellstats import by_cell, compare_cell
-from lysep_cli.verify import _rel, judge
+from lysep_cli.store import records
+from lysep_cli.reports.cellstats import by_cell, compare_cell
+from lysep_cli.reports.verify import _rel, judge
 
 
 def main(spread: str, archive: str = "results/paper") -> None:

@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 from lysep_study import load, sweeps
 
-from lysep_cli.solvers.lysep_loss import penalty, weights
+from lysep_cli.solvers.lysep.loss import penalty, weights
 from lysep_cli.specs import parse_sizes
 
 

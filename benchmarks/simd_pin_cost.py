@@ -15,9 +15,9 @@ import sys
 CHILD = r"""
 import json, time
 import lysep_cli
-from lysep_cli.dataset import _build
-from lysep_cli.fingerprint import numpy_simd
-from lysep_cli.runner import RunKey, execute
+from lysep_cli.numerics.dataset import _build
+from lysep_cli.store.fingerprint import numpy_simd
+from lysep_cli.execution.runner import RunKey, execute
 from lysep_cli.specs import default_config, load_specs
 specs = load_specs(default_config())
 out = {"simd": numpy_simd()}

@@ -25,9 +25,9 @@ import time
 import timeit
 from pathlib import Path
 
-from lysep_cli import stopping
-from lysep_cli.checkpoint import checkpoint_path, saved_sweeps
-from lysep_cli.locks import held_by_others
+from lysep_cli.execution import stopping
+from lysep_cli.store.checkpoint import checkpoint_path, saved_sweeps
+from lysep_cli.store.locks import held_by_others
 
 FASTEST_ITERATION_S = 2.0e-3
 

@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from lysep_cli.runner import RunKey, execute
+from lysep_cli.execution.runner import RunKey, execute
 from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 
 

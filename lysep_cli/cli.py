@@ -26,8 +26,11 @@ from typing import Any, Callable, NoReturn, Optional, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from . import atomic, interrupts, locks, paths, records, specs
-from .specs import ExperimentSpec, SpecError
+from lysep_cli import options as paths
+from lysep_cli import specs
+from lysep_cli.execution import interrupts
+from lysep_cli.specs import ExperimentSpec, SpecError
+from lysep_cli.store import atomic, locks, records
 
 #: click's base exception class, found through typer (which may vendor click)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -227,7 +230,7 @@ def _locked_plan(held: locks.RunLocks, experiment: str, results: Path, plan: Any
 def _check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: int) -> None:
     """SpecError when even the channels of one run (times ``jobs``, the runs at a time) exceed the memory
     available: such a run could only fail, or swap the machine, after its data set was built."""
-    from .memory import available_bytes, channel_bytes
+    from lysep_cli.execution.memory import available_bytes, channel_bytes
 
     free = available_bytes()
     if free is None:
@@ -267,7 +270,8 @@ def run(
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", parser=_decimal_number, help="seconds to reach the scheduler"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; existing records are skipped."""
-    from . import cluster, reporting, runner
+    from lysep_cli.execution import cluster, runner
+    from lysep_cli.reports import selection as reporting
 
     try:
         spec = specs.select_experiments(_load(config), [experiment])[0]
@@ -319,7 +323,7 @@ def run(
                   f"{', '.join(sorted({path.parts[-4] for _, path in plan.copies}))}") if plan.copies else ""
         typer.echo(f"{spec.name}: {len(plan.todo)} run(s) to do{copied}, {len(plan.skipped)} skipped (record exists)"
                    f"{replaced}; {its} iterations, {where}, results in {results}/{spec.name}/", err=True)
-        from .progress import RichReporter
+        from lysep_cli.execution.progress import RichReporter
 
         reporter = RichReporter(spec.name)
         try:  # each run is marked started in its lock while computed (lysep status: running, not queued)
@@ -373,7 +377,7 @@ def _solver_filter(solver: Optional[str], chosen: list[ExperimentSpec]) -> Optio
 
 def _selection(results: Path, chosen: list[ExperimentSpec], iterations: Optional[int]) -> Any:
     """Load and check the records of ``chosen``, warn about unusable files, keep those matching the spec."""
-    from . import reporting
+    from lysep_cli.reports import selection as reporting
 
     loaded = records.load_records(results, [s.name for s in chosen])
     for line in loaded.warnings():
@@ -425,7 +429,7 @@ def table(
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """The paper's tables (rows (L,M) x model) from the run records, with the published numbers."""
-    from . import tables
+    from lysep_cli.reports import tables
 
     try:
         _format(fmt, ("latex", "markdown"))
@@ -449,7 +453,7 @@ def compare(
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """Our numbers beside the published ones, cell by cell, with ratios and a summary."""
-    from .compare import render_comparison, render_headline
+    from lysep_cli.reports.compare import render_comparison, render_headline
 
     try:
         _format(fmt, ("markdown", "latex"))
@@ -489,8 +493,8 @@ def verify(
 ) -> None:
     """Check the archive: its saved networks, then reruns at the level this platform allows (exact,
     tolerant, statistical), or another archive against it (--against)."""
-    from . import cellstats
-    from . import verify as verifier
+    from lysep_cli.reports import cellstats
+    from lysep_cli.reports import verify as verifier
 
     try:
         if all_runs and sample is not None:
@@ -600,7 +604,7 @@ def status(
     config: Optional[Path] = typer.Option(None, "--config", parser=_path, help=CONFIG_HELP),
 ) -> None:
     """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
-    from .status import archive_status, files_size, render_status
+    from lysep_cli.reports.status import archive_status, files_size, render_status
 
     try:
         chosen = _report_specs(config, experiments, results, out, iterations)
@@ -639,7 +643,7 @@ def plot(
     except SpecError as exc:
         _fail(str(exc))
     sel, _ = _shown(results, chosen, iterations, named=True)
-    from .plots import plot_experiment
+    from lysep_cli.reports.plots import plot_experiment
 
     for path in plot_experiment(sel.of(experiment), experiment, out_dir):
         typer.echo(str(path))
@@ -685,7 +689,7 @@ def study_step_size(
         paths.writable_dir(out_dir, "--out" if out is not None else "--results")
     except SpecError as exc:
         _fail(str(exc))
-    from .study import step_size_study, write_study
+    from lysep_cli.reports.study import step_size_study, write_study
 
     total = len(size_list) * len(seed_list) * (len(tau_list) + 1)
     count = [0]
@@ -710,7 +714,7 @@ def study_depth(
 ) -> None:
     """What depth does, from the archived runs: J, l2, J after the first output solve, hidden-layer movement
     per layer, seconds per iteration, bound violations (nothing is rerun)."""
-    from .depth import depth_summary, render_depth_markdown
+    from lysep_cli.reports.depth import depth_summary, render_depth_markdown
 
     try:
         chosen = _report_specs(config, [experiment], results, out, iterations)

@@ -29,7 +29,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from .solvers import SOLVERS, SettingsError, SolverSettings, solver_def
+from lysep_cli.solvers import SOLVERS, SettingsError, SolverSettings, solver_def
 
 PDES = ("elliptic", "parabolic", "hyperbolic")
 REQUIRED = ("pde", "d", "sizes", "n_train", "n_test", "iterations", "seeds", "solvers")
@@ -171,7 +171,7 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
         parsed_solvers[sname] = typed
 
     # The problem must exist (e.g. the exp-sin solution is 2-D only).
-    from .problems import make_problem
+    from lysep_cli.numerics.problems import make_problem
 
     try:
         make_problem(pde, d, solution)
@@ -341,7 +341,7 @@ def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
 
     None: the paper's solvers that the spec configures (all of its solvers if it has neither).
     """
-    from .solvers import PAPER_SOLVERS
+    from lysep_cli.solvers import PAPER_SOLVERS
 
     if not _given(text, "--solver"):
         return [s for s in PAPER_SOLVERS if s in spec.solvers] or list(spec.solvers)

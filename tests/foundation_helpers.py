@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from lysep_cli import records
-from lysep_cli.dataset import experiment_data
-from lysep_cli.network import init_params
-from lysep_cli.runrecord import Final, RunRecord, jsonable
+from lysep_cli.store import records
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.numerics.network import init_params
+from lysep_cli.store.schema import Final, RunRecord, jsonable
 from lysep_cli.solvers.base import SolveResult, copy_params, diverged
 from lysep_cli.solvers.settings import NoSettings
 

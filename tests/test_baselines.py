@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from lysep_cli.jacobian import n_params, output_layer_system, residual_jacobian
-from lysep_cli.network import flatten, forward, init_params, pinn_loss, pinn_loss_and_grad, residual, unflatten
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.jacobian import n_params, output_layer_system, residual_jacobian
+from lysep_cli.numerics.network import (flatten, forward, init_params, pinn_loss, pinn_loss_and_grad, residual, unflatten)
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers import get_solver
 from lysep_cli.solvers.base import SolveResult, TrainingData
 

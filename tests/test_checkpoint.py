@@ -14,13 +14,13 @@ import pytest
 
 from typer.testing import CliRunner
 
-from lysep_cli.checkpoint import Checkpoint, checkpoint_path, saved_sweeps
+from lysep_cli.store.checkpoint import Checkpoint, checkpoint_path, saved_sweeps
 from lysep_cli.cli import app
-from lysep_cli.network import init_params
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.network import init_params
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
-from lysep_cli.solvers.lysep import solve
+from lysep_cli.solvers.lysep.algorithm import solve
 
 from foundation_helpers import RESUME_TIMING, resumable_part, tiny_lysep_run, tiny_lysep_yaml, write_tiny
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lysep_cli.cli import app
-from lysep_cli.cluster import ClusterError, parse_address
+from lysep_cli.execution.cluster import ClusterError, parse_address
 
 from foundation_helpers import TINY_YAML, files_under, write_tiny
 
@@ -174,7 +174,7 @@ def test_results_through_a_broken_link(tmp_path, target):
 
 
 def test_write_probe_leaves_nothing(tmp_path):
-    from lysep_cli import paths
+    from lysep_cli import options as paths
     target = tmp_path / "new" / "results"
     assert paths.writable_dir(target, "--results") == target
     assert list(tmp_path.iterdir()) == []
@@ -244,7 +244,7 @@ def test_odd_diagnostics_value_in_depth(archive, tmp_path):
 
 def test_a_size_beyond_the_machine_s_memory_is_bad_input(tmp_path, monkeypatch):
     """Sizes whose channels alone exceed the available memory: one line, exit 2, nothing written."""
-    from lysep_cli import memory
+    from lysep_cli.execution import memory
 
     config = write_tiny(tmp_path)
     results = tmp_path / "results"

@@ -24,7 +24,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli import cluster, records, runner
+from lysep_cli.execution import cluster
+from lysep_cli.store import records
+from lysep_cli.execution import runner
 from lysep_cli.cli import app
 from lysep_cli.solvers import SOLVERS
 from lysep_cli.specs import load_specs
@@ -236,7 +238,7 @@ def test_worker_killed_mid_sweep(tmp_path, monkeypatch):
     assert numbers(ref) == numbers(next(r for r in loaded if r.seed == retried.seed))
 
 
-from lysep_cli.solvers.settings import NoSettings as Settings  # noqa: E402  (the stub solver's settings)
+from lysep_cli.solvers.settings import NoSettings as Settings
 
 
 def broken_solver(problem, data, params0, settings, iterations, progress=None):

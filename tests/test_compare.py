@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lysep_cli.compare import build_comparison, render_comparison
-from lysep_cli.records import load_records
-from lysep_cli.reporting import published, published_frame, select
+from lysep_cli.reports.compare import build_comparison, render_comparison
+from lysep_cli.store.records import load_records
+from lysep_cli.reports.selection import published, published_frame, select
 from lysep_cli.specs import default_config, load_specs
 
 from foundation_helpers import store, synthetic_record
@@ -81,7 +81,7 @@ def test_published_frame_matches_yaml():
 def test_cells_match_records_and_paper(results):
     root, recs = results
     comp = build_comparison(comparison(root, [EXP]), [EXP])
-    from lysep_cli.reporting import aggregate
+    from lysep_cli.reports.selection import aggregate
 
     agg = aggregate(recs)
     cells = comp.cells
@@ -230,7 +230,7 @@ def test_diverged_runs(tmp_path):
 
 
 def test_headline_shows_the_ratio_ranges_of_the_cells(results):
-    from lysep_cli.compare import render_headline
+    from lysep_cli.reports.compare import render_headline
 
     root, _ = results
     text = render_headline(comparison(root, [EXP]), [EXP])

@@ -15,10 +15,10 @@ import typing
 import numpy as np
 import pytest
 
-from lysep_cli.dataset import TrainingData
-from lysep_cli.network import flatten, init_params, pinn_loss
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.network import flatten, init_params, pinn_loss
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers import SOLVERS, solver_def
 from lysep_cli.solvers.base import SolveResult
 from lysep_cli.solvers.settings import SettingsError, SolverSettings

@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lysep_cli.network import (flatten, forward, init_params, pinn_loss, pinn_loss_and_grad, residual, unflatten,
-                               value)
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import halton_ball, train_test_points
+from lysep_cli.numerics.network import (flatten, forward, init_params, pinn_loss, pinn_loss_and_grad, residual, unflatten, value)
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import halton_ball, train_test_points
 
 PROBLEMS = [("elliptic", 2), ("elliptic", 10), ("parabolic", 5), ("hyperbolic", 5)]
 
@@ -130,7 +129,7 @@ def test_pinn_gradient_matches_central_differences(pde, d, L):
 
 
 def test_malloc_tuning_is_idempotent_and_changes_no_number():
-    from lysep_cli import memory
+    from lysep_cli.execution import memory
 
     P = make_problem("elliptic", 2)
     Z, _ = train_test_points(30, 1, 2, False)

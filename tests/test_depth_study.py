@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli import network, records
+from lysep_cli.numerics import network
+from lysep_cli.store import records
 from lysep_cli.cli import app
-from lysep_cli.depth import depth_summary, hidden_moves
+from lysep_cli.reports.depth import depth_summary, hidden_moves
 from lysep_cli.specs import load_specs
 
 from foundation_helpers import write_tiny

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli import records
+from lysep_cli.store import records
 from lysep_cli.cli import app
-from lysep_cli.dataset import experiment_data
+from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.specs import load_specs
 
 from foundation_helpers import (untimed, TINY_YAML, children, default_sigint, files_under, snapshot,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli import locks
+from lysep_cli.store import locks
 from lysep_cli.cli import app
 
 from foundation_helpers import default_sigint, write_tiny
@@ -27,7 +27,7 @@ def hold_in_subprocess(results: Path, runs: list[tuple[str, int, int, int]]) -> 
     """Another process that locks ``runs`` and keeps them until its stdin closes."""
     code = textwrap.dedent(f"""
         import sys
-        from lysep_cli.locks import RunLocks
+        from lysep_cli.store.locks import RunLocks
         held = RunLocks()
         held.acquire({str(results)!r}, "elliptic-2d", {runs!r})
         print("held", flush=True)
@@ -164,7 +164,7 @@ def test_a_run_marked_started_and_ended(tmp_path):
         mine.mark_started(tmp_path, "elliptic-2d", ("pinn", 3, 6, 1))
         mine.mark_started(tmp_path, "elliptic-2d", ("pinn", 3, 6, 5))  # not held: left alone
         cell = tmp_path / "elliptic-2d" / "pinn" / "L3-M6"
-        code = f"from lysep_cli import locks; print(locks.held_by_others({str(cell)!r}, range(6)))"
+        code = f"from lysep_cli.store import locks; print(locks.held_by_others({str(cell)!r}, range(6)))"
         ask = [sys.executable, "-c", code]  # another process asks (this one's own locks never block it)
         assert subprocess.run(ask, capture_output=True, text=True, check=True).stdout.strip() == "([0], [1])"
         mine.mark_started(tmp_path, "elliptic-2d", ("pinn", 3, 6, 1), started=False)
@@ -172,7 +172,7 @@ def test_a_run_marked_started_and_ended(tmp_path):
 
 
 def test_compact_leaves_a_run_being_made_alone(tmp_path):
-    from lysep_cli.compact import compact_folder
+    from lysep_cli.store.compact import compact_folder
 
     config, results = write_tiny(tmp_path), tmp_path / "results"
     args = [*RUN, "--seeds", "0-1", "--config", str(config), "--results", str(results)]

@@ -5,16 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lysep_cli.activation import SIGMA
-from lysep_cli.network import init_params, pinn_loss
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.activation import SIGMA
+from lysep_cli.numerics.network import init_params, pinn_loss
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
-from lysep_cli.solvers.lysep import Settings, bound_factor, paper_constant, solve, theorem_constant
+from lysep_cli.solvers.lysep.algorithm import Settings, bound_factor, paper_constant, solve, theorem_constant
 from lysep_cli.solvers.settings import SettingsError
-from lysep_cli.solvers.lysep_loss import (LySepData, LySepState, compute_terms, gradient, lysep_loss, penalty,
-                                          weights)
-from lysep_cli.solvers.lysep_updates import solve_b1, solve_b2, solve_b3, solve_W3
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, compute_terms, gradient, lysep_loss, penalty, weights)
+from lysep_cli.solvers.lysep.updates import solve_b1, solve_b2, solve_b3, solve_W3
 
 def sigma(z):
     return SIGMA.derivative(z, 0)

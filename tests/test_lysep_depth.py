@@ -6,15 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lysep_cli.network import init_params, pinn_loss
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.network import init_params, pinn_loss
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
-from lysep_cli.solvers.lysep import block_order, bound_factor, solve
-from lysep_cli.solvers.lysep_loss import (LySepData, LySepState, compute_terms, gradient, gradient_blocks,
-                                          lysep_loss, penalty, weights)
-from lysep_cli.solvers.lysep_updates import solve_b, solve_b3, solve_W3
-from lysep_cli.solvers.lysep_weights import _backward_pass, theorem_constant
+from lysep_cli.solvers.lysep.algorithm import block_order, bound_factor, solve
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, compute_terms, gradient, gradient_blocks, lysep_loss, penalty, weights)
+from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
+from lysep_cli.solvers.lysep.weights import _backward_pass, theorem_constant
 
 PDES = [("elliptic", 2), ("elliptic", 3), ("parabolic", 2), ("hyperbolic", 2)]
 

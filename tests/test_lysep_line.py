@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lysep_cli.solvers.lysep_line import LINES, line_model
-from lysep_cli.solvers.lysep_loss import compute_terms, gradient, lysep_loss, update_terms, weights
+from lysep_cli.solvers.lysep.line import LINES, line_model
+from lysep_cli.solvers.lysep.loss import compute_terms, gradient, lysep_loss, update_terms, weights
 from test_lysep import CASES, perturbed_state, setup
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from lysep_cli.platform_pin import _cpu_flags, pin_openblas_core
 from lysep_cli.cli import app
-from lysep_cli.verify import Check
+from lysep_cli.reports.verify import Check
 
 from foundation_helpers import write_tiny
 

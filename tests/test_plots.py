@@ -8,9 +8,9 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from lysep_cli.plots import plot_experiment
-from lysep_cli.records import load_records
-from lysep_cli.reporting import select
+from lysep_cli.reports.plots import plot_experiment
+from lysep_cli.store.records import load_records
+from lysep_cli.reports.selection import select
 from lysep_cli.specs import default_config, load_specs
 
 from foundation_helpers import store, synthetic_record

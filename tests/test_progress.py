@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from lysep_cli.progress import RichReporter
-from lysep_cli.runner import RunKey
+from lysep_cli.execution.progress import RichReporter
+from lysep_cli.execution.runner import RunKey
 from lysep_cli.specs import load_specs
 
 from foundation_helpers import synthetic_record, write_tiny

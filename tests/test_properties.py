@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from lysep_cli import records
+from lysep_cli.store import records
 from lysep_cli.cli import app
 
 from foundation_helpers import TINY_YAML, snapshot

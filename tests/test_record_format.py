@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from lysep_cli import records
-from lysep_cli.runrecord import RecordError
+from lysep_cli.store import records
+from lysep_cli.store.schema import RecordError
 from lysep_cli.specs import default_config, load_specs
 
 from foundation_helpers import store, synthetic_record
@@ -80,7 +80,7 @@ def test_schema_2_records_still_read_and_compact_to_the_same_record(tmp_path):
 
 
 def test_compact_command_rewrites_a_folder_and_refuses_bad_input(tmp_path, capsys):
-    from lysep_cli import compact
+    from lysep_cli.store import compact
 
     rec, params = synthetic_record(SPEC, "pinn", 3, 6, 0, J=7.0, l2=0.5, iterations=40)
     _schema2(tmp_path, rec, params)

@@ -26,7 +26,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "reference"))
 from make_reference import OUT, cases, flatten_result, run_case  # noqa: E402
 
-from lysep_cli.solvers.lysep import LySepIteration  # noqa: E402
+from lysep_cli.solvers.lysep.algorithm import LySepIteration
 
 REFERENCE = np.load(OUT)
 CASES = list(cases())

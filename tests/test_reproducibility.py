@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli import cellstats, fingerprint, verify
+from lysep_cli.reports import cellstats
+from lysep_cli.store import fingerprint
+from lysep_cli.reports import verify
 from lysep_cli.cli import app
 from lysep_cli.platform_pin import _cpu_flags, avx512_targets, pin_numpy_simd
-from lysep_cli.runrecord import Final
+from lysep_cli.store.schema import Final
 
 from foundation_helpers import write_tiny
 
@@ -67,11 +69,11 @@ def _clean_env() -> dict[str, str]:
 
 
 def test_a_fresh_process_records_the_simd_it_runs_without_a_numpy_warning():
-    simd = _fresh("import lysep_cli; from lysep_cli.fingerprint import numpy_simd; print(numpy_simd())",
+    simd = _fresh("import lysep_cli; from lysep_cli.store.fingerprint import numpy_simd; print(numpy_simd())",
                   _clean_env())
     if {"avx2", "fma"} <= _cpu_flags():
         assert "X86_V4" not in simd and "AVX512" not in simd  # the AVX-512 paths are off
-    native = _fresh("import lysep_cli; from lysep_cli.fingerprint import numpy_simd; print(numpy_simd())",
+    native = _fresh("import lysep_cli; from lysep_cli.store.fingerprint import numpy_simd; print(numpy_simd())",
                     {**_clean_env(), "LYSEP_NATIVE_SIMD": "1"})
     if any(f.startswith("avx512") for f in _cpu_flags()):
         assert native != simd

@@ -7,7 +7,7 @@ import json
 
 from typer.testing import CliRunner
 
-from lysep_cli import records
+from lysep_cli.store import records
 from lysep_cli.cli import app
 
 from foundation_helpers import write_tiny
@@ -96,7 +96,7 @@ def test_a_run_that_differs_is_run_and_force_never_copies(tmp_path):
 
 
 def test_a_source_gone_between_plan_and_copy_is_run_instead(tmp_path):
-    from lysep_cli import runner
+    from lysep_cli.execution import runner
     from lysep_cli.specs import load_specs
 
     config, results = write_tiny(tmp_path, TWIN_YAML), tmp_path / "results"

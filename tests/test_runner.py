@@ -8,10 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from lysep_cli import atomic, network, records, runner
-from lysep_cli.problems import make_problem
-from lysep_cli.reporting import summary_lines
-from lysep_cli.runrecord import RunRecord
+from lysep_cli.store import atomic
+from lysep_cli.numerics import network
+from lysep_cli.store import records
+from lysep_cli.execution import runner
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.reports.selection import summary_lines
+from lysep_cli.store.schema import RunRecord
 from lysep_cli.solvers import SOLVERS
 from lysep_cli.specs import load_specs
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lysep_cli.specs import (SpecError, default_config, load_specs, parse_seeds, parse_sizes, parse_solvers,
-                             select_experiments)
+from lysep_cli.specs import (SpecError, default_config, load_specs, parse_seeds, parse_sizes, parse_solvers, select_experiments)
 
 from foundation_helpers import TINY_YAML, write_tiny
 

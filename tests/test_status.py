@@ -148,7 +148,7 @@ def test_the_files_line_weighs_the_records_of_the_experiments_shown(tmp_path):
 
 
 def test_missing_seeds_name_checkpoints_runs_computed_now_and_runs_queued():
-    from lysep_cli.status import CellStatus, _missing_text
+    from lysep_cli.reports.status import CellStatus, _missing_text
 
     cell = CellStatus("elliptic-10d", "lysep", 3, 150, tuple(range(10)), done=[0, 1],
                       in_progress={2: 1377, 4: 20}, running={2}, queued={3, 4, 5, 6, 8})
@@ -157,7 +157,7 @@ def test_missing_seeds_name_checkpoints_runs_computed_now_and_runs_queued():
 
 
 def test_the_estimate_counts_what_checkpoints_hold():
-    from lysep_cli.status import CellStatus
+    from lysep_cli.reports.status import CellStatus
 
     cell = CellStatus("e", "lysep", 3, 6, (0, 1, 2, 3), done=[0, 1], pace_seconds=200.0, iterations=2000,
                       in_progress={2: 500})

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lysep_cli import stopping
-from lysep_cli.checkpoint import checkpoint_path, saved_sweeps
-from lysep_cli.interrupts import Terminated
-from lysep_cli.locks import held_by_others
+from lysep_cli.execution import stopping
+from lysep_cli.store.checkpoint import checkpoint_path, saved_sweeps
+from lysep_cli.execution.interrupts import Terminated
+from lysep_cli.store.locks import held_by_others
 
 from foundation_helpers import children, resumable_part, tiny_lysep_run, tiny_lysep_yaml, wait_gone, write_tiny
 

@@ -8,7 +8,7 @@ import numpy as np
 import yaml
 
 from lysep_cli.specs import load_specs
-from lysep_cli.study import step_size_study, summarise, write_study
+from lysep_cli.reports.study import step_size_study, summarise, write_study
 
 
 def tiny_spec(tmp_path: Path):

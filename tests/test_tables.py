@@ -9,9 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from lysep_cli import reporting, runner, tables
-from lysep_cli.records import load_records
-from lysep_cli.reporting import Selection
+from lysep_cli.reports import selection as reporting
+from lysep_cli.execution import runner
+from lysep_cli.reports import tables
+from lysep_cli.store.records import load_records
+from lysep_cli.reports.selection import Selection
 from lysep_cli.specs import default_config, load_specs
 
 from foundation_helpers import synthetic_record, write_tiny

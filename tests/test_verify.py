@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from lysep_cli import records
+from lysep_cli.store import records
 from lysep_cli.cli import app
 
 from foundation_helpers import write_tiny

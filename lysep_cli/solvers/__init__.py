@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from .base import Solver, SolveResult, SolverDef, TrainingData
-from .settings import SettingsError, SolverSettings
+from lysep_cli.solvers.base import Solver, SolverDef, SolveResult, TrainingData
+from lysep_cli.solvers.settings import SettingsError, SolverSettings
 
 SOLVERS: dict[str, str] = {
     "pinn": "lysep_cli.solvers.pinn",
-    "lysep": "lysep_cli.solvers.lysep",
+    "lysep": "lysep_cli.solvers.lysep.algorithm",
     "rfls": "lysep_cli.solvers.rfls",
     "pinn-adam": "lysep_cli.solvers.adam",
     "pinn-lbfgs": "lysep_cli.solvers.lbfgs",

@@ -6,7 +6,7 @@ decay as PINN-GD, :class:`lysep_cli.solvers.steps.ExponentialDecay`), and the bi
     m <- b1 m + (1 - b1) g,  v <- b2 v + (1 - b2) g^2,
     theta <- theta - lr_k (m / (1 - b1^(k+1))) / (sqrt(v / (1 - b2^(k+1))) + eps),
 
-with g = dJ/dtheta from the hand-derived reverse pass (:func:`lysep_cli.network.pinn_loss_and_grad`).
+with g = dJ/dtheta from the hand-derived reverse pass (:func:`lysep_cli.numerics.network.pinn_loss_and_grad`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..network import Params, flatten, pinn_loss_and_grad, unflatten
-from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params, diverged
-from .settings import SolverSettings, setting
-from .steps import ExponentialDecay
+from lysep_cli.numerics.network import Params, flatten, pinn_loss_and_grad, unflatten
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.settings import SolverSettings, setting
+from lysep_cli.solvers.steps import ExponentialDecay
 
 
 @dataclass(frozen=True)

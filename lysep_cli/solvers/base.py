@@ -5,7 +5,7 @@ and a function::
 
     solve(problem, data, params0, settings, iterations, progress=None) -> SolveResult
 
-``data`` holds the training set in the paper's layout (:class:`~lysep_cli.dataset.TrainingData`);
+``data`` holds the training set in the paper's layout (:class:`~lysep_cli.numerics.dataset.TrainingData`);
 ``params0`` the seeded initial network (shared by every solver for a seed, never modified);
 ``settings`` its ``Settings`` (a mapping is accepted and validated with ``Settings.coerce``);
 ``progress(k, loss)`` is called after iteration k = 0, 1, ... (it may raise KeyboardInterrupt).
@@ -18,10 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from ..dataset import TrainingData
-from ..network import Params
-from ..problems import Problem
-from .settings import SolverSettings
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.settings import SolverSettings
 
 Progress = Callable[[int, float], None]
 STATUSES = ("ok", "diverged")

@@ -1,6 +1,6 @@
 """PINN trained by L-BFGS-B (scipy.optimize.minimize) on J with the hand-derived gradient.
 
-f(theta) = J, grad f = dJ/dtheta, both from one call of :func:`lysep_cli.network.pinn_loss_and_grad`
+f(theta) = J, grad f = dJ/dtheta, both from one call of :func:`lysep_cli.numerics.network.pinn_loss_and_grad`
 (``jac=True``).  No bounds.  ``maxiter = iterations`` (the same iteration budget as PINN-GD and LySep);
 each L-BFGS iteration costs one or more function evaluations (the line search), counted in
 diagnostics["nfev"].  ftol and gtol default to 0 so that the run uses the whole budget unless the line
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
-from ..network import Params, flatten, pinn_loss_and_grad, unflatten
-from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params, diverged
-from .settings import SolverSettings, setting
+from lysep_cli.numerics.network import Params, flatten, pinn_loss_and_grad, unflatten
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.settings import SolverSettings, setting
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """PINN trained by Levenberg-Marquardt on the residual vector R(theta) (N,), with the hand-derived
-residual Jacobian (:func:`lysep_cli.jacobian.residual_jacobian`).
+residual Jacobian (:func:`lysep_cli.numerics.jacobian.residual_jacobian`).
 
 Method (Madsen, Nielsen & Tingleff, "Methods for non-linear least squares problems", 2004, Alg. 3.16):
 minimise F = ||R||^2 / 2 (= N J / 2).  Each iteration forms the Jacobian Jac (N, P) once and solves the
@@ -32,12 +32,12 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from ..jacobian import residual_jacobian
-from ..channels import ChannelPlan
-from ..network import Params, flatten, pinn_pass, unflatten
-from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params, diverged
-from .settings import SolverSettings, setting
+from lysep_cli.numerics.channels import ChannelPlan
+from lysep_cli.numerics.jacobian import residual_jacobian
+from lysep_cli.numerics.network import Params, flatten, pinn_pass, unflatten
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.settings import SolverSettings, setting
 
 
 @dataclass(frozen=True)

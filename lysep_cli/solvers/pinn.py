@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from ..network import Params, pinn_loss_and_grad
-from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params, diverged
-from .settings import SolverSettings, setting
-from .steps import ExponentialDecay
+from lysep_cli.numerics.network import Params, pinn_loss_and_grad
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.settings import SolverSettings, setting
+from lysep_cli.solvers.steps import ExponentialDecay
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from typing import Any, Literal
 import numpy as np
 import scipy.linalg
 
-from ..jacobian import output_layer_system
-from ..network import Params
-from ..problems import Problem
-from .base import Progress, SolveResult, TrainingData, copy_params, diverged
-from .settings import SolverSettings, setting
+from lysep_cli.numerics.jacobian import output_layer_system
+from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.settings import SolverSettings, setting
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lysep_cli.network import init_params
-from lysep_cli.problems import make_problem
-from lysep_cli.sampling import train_test_points
+from lysep_cli.numerics.network import init_params
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers import get_solver
 from lysep_cli.solvers.base import TrainingData
 

@@ -1,0 +1,415 @@
+"""Run the planned runs of a sweep on a dask.distributed cluster: one task per run.
+
+The client (``lysep run --scheduler ...``) plans as usual, then sends each run's spec and key to the
+scheduler.  A worker builds the experiment's data itself (deterministic Halton points), trains through
+:func:`lysep_cli.execution.runner.execute` (one BLAS thread, no file I/O) and sends back the record and the
+weights.  Only the client writes files, with the runner's atomic writer, so the workers need no shared
+filesystem and may run in any directory on any machine; the numbers equal those of ``--jobs 1``.
+
+Failure handling:
+
+* a worker lost mid-run (killed, out of memory): the scheduler reruns the task on another worker, and
+  the client receives its result once (``distributed.scheduler.allowed-failures`` losses per task,
+  3 by default, before the run is reported as failed);
+* a run raising inside a worker: reported with its error text, the other runs go on;
+* Ctrl-C or SIGTERM on the client: the outstanding tasks are cancelled, finished records stay.
+
+dask.distributed is the optional extra ``lysep[dask]`` (installed by ``make install``); it is imported
+only when a scheduler is actually used.  See docs/cluster.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue as queue_mod
+import signal
+import sys
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+from urllib.parse import urlsplit
+
+from lysep_cli.execution import interrupts, runner
+from lysep_cli.execution.memory import tune_malloc
+from lysep_cli.execution.runner import Reporter, RunKey
+from lysep_cli.numerics.network import Params
+from lysep_cli.specs import ExperimentSpec
+from lysep_cli.store.fingerprint import fingerprint
+
+ENV_VAR = "LYSEP_SCHEDULER"
+SCHEMES = ("tcp", "tls", "ws", "wss")
+CONNECT_TIMEOUT = 10.0
+PROGRESS_EVERY = 1.0  # seconds between a worker's progress events for one run
+DASHBOARD_PORT = 8787
+
+
+class ClusterError(ValueError):
+    """Bad scheduler address or file, unreachable scheduler, dask.distributed missing (one line)."""
+
+
+Terminated = interrupts.Terminated
+"""SIGTERM on the client during a cluster sweep (handled like Ctrl-C, exit code 143)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the scheduler is.
+
+@dataclass(frozen=True)
+class Target:
+    """A scheduler to connect to (``address``) or a LocalCluster to start (``local_workers``)."""
+
+    address: str | None = None
+    local_workers: int | None = None
+
+    def describe(self) -> str:
+        return self.address if self.address is not None else f"local:{self.local_workers}"
+
+
+def default_workers() -> int:
+    """Cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def parse_address(text: str, what: str = "--scheduler") -> Target | None:
+    """``tcp://HOST:PORT`` (also tls, ws, wss; a bare HOST:PORT means tcp), ``local``, ``local:N``, or
+    ``none`` (no cluster: run with ``--jobs``); :class:`ClusterError` otherwise."""
+    text = text.strip()
+    if text.lower() == "none":
+        return None
+    if text == "local" or text.startswith("local:"):
+        if text == "local":
+            return Target(local_workers=default_workers())
+        n = text.split(":", 1)[1]
+        if not (n.isascii() and n.isdecimal()) or int(n) < 1:  # 0-9 alone ("²", "٣" are not N)
+            raise ClusterError(f"{what}: expected local:N with N >= 1 workers, got {text!r}")
+        return Target(local_workers=int(n))
+    url = text if "://" in text else f"tcp://{text}"
+    bad = ClusterError(f"{what}: malformed scheduler address {text!r} "
+                       f"(expected tcp://HOST:PORT, local or local:N)")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise bad from None
+    if (parts.scheme not in SCHEMES or not parts.hostname or port is None or port < 1
+            or parts.path not in ("", "/") or parts.query or parts.fragment or parts.username):
+        raise bad
+    return Target(address=f"{parts.scheme}://{parts.netloc}")
+
+
+def read_scheduler_file(path: str | Path) -> Target:
+    """The address in a scheduler file (JSON written by ``dask scheduler --scheduler-file``,
+    dask-jobqueue, dask-mpi)."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ClusterError(f"--scheduler-file {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ClusterError(f"--scheduler-file {path}: cannot read it ({exc.__class__.__name__})") from None
+    try:
+        info = json.loads(text)
+    except ValueError:
+        raise ClusterError(f"--scheduler-file {path}: not a dask scheduler file (invalid JSON)") from None
+    address = info.get("address") if isinstance(info, dict) else None
+    if not isinstance(address, str) or not address:
+        raise ClusterError(f"--scheduler-file {path}: not a dask scheduler file (no \"address\")")
+    target = parse_address(address, what=f"--scheduler-file {path}")
+    if target is None or target.address is None:
+        raise ClusterError(f"--scheduler-file {path}: malformed scheduler address {address!r}")
+    return target
+
+
+def resolve_target(scheduler: str | None, scheduler_file: Path | None,
+                   environ: Mapping[str, str] = os.environ) -> Target | None:
+    """The cluster to use: ``--scheduler``, else ``--scheduler-file``, else ``$LYSEP_SCHEDULER``;
+    None means no cluster."""
+    if scheduler is not None and scheduler_file is not None:
+        raise ClusterError("give either --scheduler or --scheduler-file, not both")
+    if scheduler_file is not None:
+        return read_scheduler_file(scheduler_file)
+    if scheduler is not None:
+        return parse_address(scheduler)
+    env = environ.get(ENV_VAR, "").strip()
+    return parse_address(env, what=f"${ENV_VAR}") if env else None
+
+
+# ---------------------------------------------------------------------------------------------
+# The task run by a worker.
+
+def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
+             topic: str | None = None) -> tuple[dict[str, Any], Params]:
+    """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events."""
+    tune_malloc()  # undoes the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/memory.py)
+    log = None
+    if topic is not None:
+        try:
+            from distributed import get_worker
+
+            log = get_worker().log_event
+        except (ImportError, ValueError):
+            log = None
+    progress = None
+    if log is not None:
+        last = [-PROGRESS_EVERY]
+        ident = [key.solver, key.L, key.M, key.seed]
+
+        def progress(k: int, value: float) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY:
+                last[0] = now
+                try:
+                    log(topic, {"key": ident, "k": int(k), "J": float(value)})
+                except Exception:  # a lost progress event costs nothing
+                    pass
+
+    return runner.execute(spec, key, iterations, progress)
+
+
+# ---------------------------------------------------------------------------------------------
+# The client side.
+
+@dataclass
+class Outcome:
+    """A finished run: its record and weights, or the error it raised (``error``)."""
+
+    key: RunKey
+    record: dict[str, Any] | None = None
+    params: Params | None = None
+    error: str | None = None
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterError("--scheduler needs dask.distributed: pip install 'lysep[dask]' "
+                           "(make install does)") from None
+    return distributed
+
+
+def _error_text(exc: BaseException | None) -> str:
+    if exc is None:
+        return "unknown error"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _workers_ignore_sigint() -> Iterator[None]:
+    """Processes started within the block ignore SIGINT (inherited through exec).
+
+    Ctrl-C in a terminal reaches the whole process group, the workers of a LocalCluster included;
+    the client alone handles it (cancels, closes the cluster), without a traceback from each worker.
+    (A worker that its nanny restarts later does not inherit this.)
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class Session:
+    """A connected dask client (and the LocalCluster it started, if any).
+
+    Use :meth:`open` and close it (or use it as a context manager); :meth:`results` runs the tasks.
+    """
+
+    def __init__(self, client: Any, target: Target, local: Any = None):
+        self.client, self.target, self.local = client, target, local
+        self._outstanding: dict[Any, tuple[Any, RunKey]] = {}
+        self.warnings: list[str] = []
+
+    @classmethod
+    def open(cls, target: Target, timeout: float = CONNECT_TIMEOUT) -> "Session":
+        """Connect (or start a LocalCluster of single-threaded worker processes); ClusterError on failure."""
+        distributed = _import_distributed()
+        local = None
+        try:
+            if target.local_workers is not None:
+                with _workers_ignore_sigint():
+                    local = distributed.LocalCluster(
+                        n_workers=target.local_workers, threads_per_worker=1, processes=True,
+                        dashboard_address=f":{DASHBOARD_PORT}", silence_logs=logging.ERROR)
+                client = distributed.Client(local, timeout=timeout, set_as_default=False)
+            else:
+                client = distributed.Client(target.address, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as exc:
+            if local is not None:
+                local.close()
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise ClusterError(f"cannot reach the dask scheduler at {target.describe()}: {detail}") from None
+        session = cls(client, target, local)
+        if local is None:
+            try:
+                session.warnings = session._check_workers()
+            except BaseException:
+                session.close()
+                raise
+        return session
+
+    def _check_workers(self) -> list[str]:
+        """Every worker connected now must import lysep (a worker that cannot unpickle a task dies,
+        and the sweep would wait for ever): ClusterError otherwise.  Other lysep or numpy versions
+        than the client's are a warning (the numbers could differ from ``--jobs 1``)."""
+        # Builtins only: a function of lysep's own would fail to unpickle on exactly those workers.
+        probe = self.client.run(exec, "import lysep_cli.execution.cluster", on_error="return")
+        bad = {w: e for w, e in probe.items() if isinstance(e, BaseException)}
+        if bad:
+            worker, exc = sorted(bad.items())[0]
+            raise ClusterError(f"{len(bad)} of {len(probe)} dask worker(s) cannot import lysep ({worker}: "
+                               f"{_error_text(exc)}); install 'lysep[dask]' where the workers run")
+        mine = fingerprint()
+        warnings = []
+        for package in ("lysep", "numpy"):
+            if package not in mine:
+                continue
+            theirs = self.client.run(metadata.version, package, on_error="return")
+            other = sorted({str(v) for v in theirs.values() if v != mine[package]})
+            if other:
+                warnings.append(f"workers run {package} {', '.join(other)}, this machine {mine[package]}: "
+                                "numbers may differ from --jobs 1")
+        return warnings
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def describe(self) -> str:
+        """``ADDRESS (N worker(s), dashboard URL)`` for the header line."""
+        try:
+            info = self.client.scheduler_info()
+        except Exception:  # only cosmetic
+            return self.target.describe()
+        n = len(info.get("workers", {}))
+        text = f"{self.target.describe()} ({n} worker(s)"
+        if "dashboard" in info.get("services", {}):
+            text += f", dashboard {self.client.dashboard_link}"
+        text += ") - runs wait until workers join" if n == 0 else ")"
+        return "; ".join([text] + [f"warning: {w}" for w in self.warnings])
+
+    def cancel(self) -> None:
+        """Cancel every task of this client still outstanding."""
+        futures, self._outstanding = self._outstanding, {}
+        pending = [f for f, _ in futures.values() if not f.done()]
+        if pending:
+            try:
+                self.client.cancel(pending, force=True)
+            except Exception:  # the scheduler may be gone already
+                pass
+
+    def close(self) -> None:
+        """Cancel what is left, disconnect, stop the LocalCluster if this session started one."""
+        self.cancel()
+        try:
+            self.client.close(timeout=5)
+        except Exception:
+            pass
+        if self.local is not None:
+            try:
+                self.local.close(timeout=10)
+            except Exception:
+                pass
+            self.local = None
+
+    def results(self, spec: ExperimentSpec, keys: list[RunKey], iterations: int,
+                reporter: Reporter | None = None) -> Iterator[Outcome]:
+        """Submit one task per key and yield each run's :class:`Outcome` as it finishes.
+
+        Progress events become ``reporter.begin`` / ``reporter.loss`` calls (in this thread).  An
+        exception raised by the consumer, Ctrl-C or SIGTERM (:class:`Terminated`) cancels the tasks
+        still outstanding.
+        """
+        reporter = reporter or Reporter()
+        events: queue_mod.Queue = queue_mod.Queue()
+        token = uuid.uuid4().hex[:10]
+        topic = f"lysep-progress-{token}"
+        by_key = {(k.solver, k.L, k.M, k.seed): k for k in keys}
+        started: set[RunKey] = set()
+        with _sigterm_raises():
+            self.client.subscribe_topic(topic, lambda event: events.put(("event", event)))
+            try:
+                futures = self._outstanding = {}
+                for key in keys:
+                    name = f"lysep-{spec.name}-{key.solver}-L{key.L}-M{key.M}-seed{key.seed}-{token}"
+                    # Larger networks first (longest runs first: a shorter tail); the plan is unchanged.
+                    fut = self.client.submit(run_task, spec, key, iterations, topic, key=name, pure=False,
+                                             priority=(key.L - 1) * key.M * key.M)
+                    futures[fut.key] = (fut, key)
+                    fut.add_done_callback(lambda f: events.put(("done", f.key)))
+                remaining = len(futures)
+                while remaining:
+                    try:
+                        kind, item = events.get(timeout=0.5)
+                    except queue_mod.Empty:
+                        continue
+                    if kind == "event":
+                        msg = item[1] if isinstance(item, tuple) and len(item) == 2 else item
+                        key = by_key.get(tuple(msg.get("key", ()))) if isinstance(msg, dict) else None
+                        if key is not None and key not in started:
+                            started.add(key)
+                            reporter.begin(key)
+                        if key is not None:
+                            reporter.loss(key, msg["k"], msg["J"])
+                        continue
+                    fut, key = futures.pop(item, (None, None))
+                    if fut is None:
+                        continue
+                    remaining -= 1
+                    started.discard(key)
+                    outcome = self._outcome(fut, key)
+                    fut.release()
+                    yield outcome
+            finally:
+                self.cancel()
+                try:
+                    self.client.unsubscribe_topic(topic)
+                except Exception:
+                    pass
+
+    def _outcome(self, fut: Any, key: RunKey) -> Outcome:
+        if fut.status == "finished":
+            try:
+                record, params = fut.result()
+                return Outcome(key, record, params)
+            except Exception as exc:  # the result was lost and could not be recomputed
+                return Outcome(key, error=_error_text(exc))
+        if fut.status == "error":
+            try:
+                return Outcome(key, error=_error_text(fut.exception()))
+            except Exception as exc:
+                return Outcome(key, error=_error_text(exc))
+        return Outcome(key, error=f"task {fut.status} by the scheduler (lost connection?)")

@@ -1,0 +1,35 @@
+"""Figures of merit of a trained network, computed by the runner from the parameters alone."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from lysep_cli.numerics import network
+from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.problems import Problem
+
+
+def relative_l2(problem: Problem, params: Params, Z_test: np.ndarray) -> float:
+    """Relative l2 test error of psi = boundary_factor * phi against u (Section 4), Z_test (n_in, n_test)::
+
+        E = ( sum_n |psi(z_n) - u(z_n)|^2 / sum_n |u(z_n)|^2 )^(1/2)
+    """
+    psi = problem.boundary_factor(Z_test) * network.value(params, Z_test)
+    u = problem.u(Z_test)
+    return float(np.sqrt(np.sum((psi - u) ** 2) / np.sum(u ** 2)))
+
+
+def first_nonfinite(values: Sequence[float | None]) -> int | None:
+    """Index of the first NaN / inf / None in ``values``, None when all are finite."""
+    bad = np.flatnonzero(~np.isfinite(np.asarray(values, dtype=float)))
+    return int(bad[0]) if bad.size else None
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """``x`` as a float, None when it is None or not finite (the JSON spelling of a non-finite number)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if np.isfinite(x) else None

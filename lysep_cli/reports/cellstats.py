@@ -1,0 +1,134 @@
+"""Cell-level reproduction: do two sets of runs of one cell (experiment, solver, L, M) agree over seeds?
+
+What the paper reports is a cell's mean and spread over its 10 seeds, so that is what a reproduction on
+another platform, a user's own rerun or an archive made with new kernels must match.  Per cell and per
+quantity q in {final J, final l2}, with a = the reference runs and b = the compared runs:
+
+* the ratio of geometric means  r = exp(mean log q_b - mean log q_a)  (the effect size), and
+* the two-sided Mann-Whitney U test of q_a against q_b (:func:`scipy.stats.mannwhitneyu`; exact p for
+  these sample sizes).
+
+The cell DIFFERS when, for J or l2, ``p < ALPHA`` or ``r`` is outside ``[1/RATIO_BOUND, RATIO_BOUND]``.
+
+Why these: a reproduction that is off is off in level (all seeds better or worse), so the test is the
+rank-sum test, the most powerful rank test for a shift; ranks make it indifferent to the log and let a
+diverged run (non-finite J, ranked last) take part.  Anderson-Darling's k-sample p-value is clipped to
+[0.001, 0.25] in SciPy and Kolmogorov-Smirnov has little power at n = 10.  A test alone cannot tell "the
+same" from "too few seeds to see it": a 3x shift in a cell whose seeds spread over two decades passes
+it, so the bound on r is the second half of the rule.  The rule is made for the same seeds on both
+sides (a rerun, or another archive of the same seeds), where round-off moves each seed by 1e-4 or less;
+between different seeds of one cell the geometric means of 5 seeds can differ by more than 2x.  Its
+power and false-alarm rate are measured in docs/reproducibility.md
+(benchmarks/cellstats_power.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from scipy.stats import mannwhitneyu
+
+from lysep_cli.store.schema import RunRecord
+
+ALPHA = 0.01
+RATIO_BOUND = 2.0
+QUANTITIES = ("J", "l2")
+
+Cell = tuple[str, str, int, int]
+
+
+def cell_of(record: RunRecord) -> Cell:
+    return record.experiment, record.solver, record.L, record.M
+
+
+def by_cell(records: Iterable[RunRecord]) -> dict[Cell, list[RunRecord]]:
+    """Records grouped by cell, each group in seed order."""
+    out: dict[Cell, list[RunRecord]] = defaultdict(list)
+    for r in records:
+        out[cell_of(r)].append(r)
+    return {c: sorted(rs, key=lambda r: r.seed) for c, rs in sorted(out.items())}
+
+
+@dataclass(frozen=True)
+class QuantityTest:
+    """One quantity of one cell: geometric means (finite values), their ratio b/a, the U test's p."""
+
+    name: str
+    gm_a: float
+    gm_b: float
+    ratio: float
+    p: float
+
+    @property
+    def differs(self) -> bool:
+        return self.p < ALPHA or not (1 / RATIO_BOUND <= self.ratio <= RATIO_BOUND)
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    """Reference runs ``a`` against compared runs ``b`` of one cell."""
+
+    cell: Cell
+    n_a: int
+    n_b: int
+    tests: tuple[QuantityTest, ...]
+    same_seeds: bool = True
+
+    @property
+    def verdict(self) -> str:
+        if min(self.n_a, self.n_b) < 2:
+            return "too few"
+        return "DIFFERS" if any(t.differs for t in self.tests) else "agrees"
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict != "DIFFERS"
+
+    def line(self) -> str:
+        e, s, L, M = self.cell
+        parts = [f"{t.name} {t.gm_a:.3g} -> {t.gm_b:.3g} (x{t.ratio:.3g}, p={t.p:.2g})" for t in self.tests]
+        text = f"{self.verdict:<9} {e} {s} L{L}-M{M}: n {self.n_a}/{self.n_b}; " + "; ".join(parts)
+        if not self.same_seeds:
+            text += " [other seeds: the rule is made for the same seeds, see docs/reproducibility.md]"
+        return text
+
+
+def _values(records: Sequence[RunRecord], name: str) -> list[float]:
+    """Final values of ``name``; a diverged or non-finite value counts as +inf (the worst rank)."""
+    out = []
+    for r in records:
+        v = getattr(r.final, name)
+        out.append(float(v) if v is not None and math.isfinite(v) and v > 0 else math.inf)
+    return out
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return math.exp(sum(math.log(v) for v in finite) / len(finite)) if finite else math.inf
+
+
+def compare_quantity(a: Sequence[float], b: Sequence[float], name: str) -> QuantityTest:
+    """The effect size and the U test of one quantity (values > 0; +inf allowed)."""
+    gm_a, gm_b = _geometric_mean(a), _geometric_mean(b)
+    ratio = gm_b / gm_a if math.isfinite(gm_a) and math.isfinite(gm_b) else math.inf
+    if list(a) == list(b) or len(set(a) | set(b)) == 1:
+        p = 1.0  # identical samples (U is undefined when every value ties)
+    else:
+        p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return QuantityTest(name, gm_a, gm_b, ratio, p)
+
+
+def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> CellComparison:
+    tests = tuple(compare_quantity(_values(a, q), _values(b, q), q) for q in QUANTITIES)
+    return CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b])
+
+
+def compare_archives(reference: Iterable[RunRecord], compared: Iterable[RunRecord]
+                     ) -> tuple[list[CellComparison], list[Cell], list[Cell]]:
+    """Every cell present in both: (comparisons, cells only in the reference, cells only in the other)."""
+    ra, rb = by_cell(reference), by_cell(compared)
+    both = sorted(set(ra) & set(rb))
+    return ([compare_cell(c, ra[c], rb[c]) for c in both], sorted(set(ra) - set(rb)), sorted(set(rb) - set(ra)))

@@ -1,0 +1,327 @@
+"""Side-by-side comparison of our runs with the paper's published tables (``lysep compare``).
+
+For every cell (experiment, (L, M), model, quantity) it puts our mean ± std over the seeds (from the
+run records that match the spec, aggregated by :func:`lysep_cli.reports.selection.aggregate`) beside the
+published mean ± std
+(``lysep_cli/data/published-tables.yaml``) and their ratio ours/paper; per (L, M) whether LySep beats
+PINN on J and on the l2 error, in our runs and in the paper; and a one-line summary per experiment.
+
+Our numbers come only from the records; the published ones only from the shipped YAML file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from lysep_cli.reports.selection import (PAPER_MODELS, QUANTITIES, Selection, aggregate, dash, display_name,
+                                         pm, published, published_frame, solver_key)
+
+#: a cell is "within 10x" of the paper when 1/WITHIN <= ours/paper <= WITHIN
+WITHIN = 10.0
+
+CELL_COLUMNS = [
+    "experiment", "L", "M", "solver", "quantity", "ours_mean", "ours_std", "n_seeds", "n_diverged",
+    "paper_mean", "paper_std", "paper_seeds", "ratio",
+]
+VERDICT_COLUMNS = ["experiment", "L", "M", "quantity", "ours", "paper", "agree"]
+
+
+def _num(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+# --------------------------------------------------------------------------- the comparison
+@dataclass
+class Comparison:
+    """Everything ``render_comparison`` prints, as data.
+
+    cells : one row per (experiment, L, M, solver, quantity) with columns CELL_COLUMNS; ours_* are NaN and
+        n_seeds 0 for missing runs, paper_* NaN for solvers/sizes the paper does not have. n_seeds counts the
+        runs aggregated (status "ok"), n_diverged the diverged runs (not in the mean).
+    verdicts : one row per (experiment, L, M, quantity in J, l2): does LySep beat PINN (mean strictly lower)?
+        ``ours``/``paper`` are True/False or None when a side is missing; ``agree`` None unless both known.
+    summary : experiment -> dict(cells, compared, within, better, worse, missing, verdicts, agree).
+    info : experiment -> dict(table, paper_iterations, paper_seeds, iterations (ours), diverged (number
+        of diverged runs), solvers (ours), left_out (the "Not shown: ..." note of the records that do not
+        match the spec, or None)).
+    """
+
+    experiments: list[str]
+    cells: pd.DataFrame
+    verdicts: pd.DataFrame
+    summary: dict[str, dict[str, int]]
+    info: dict[str, dict[str, Any]]
+
+
+def build_comparison(selection: Selection, experiments: list[str]) -> Comparison:
+    """Our aggregated runs (the selected records) and the published cells of ``experiments``."""
+    pub_tables = published()
+    pub = published_frame()
+    agg = aggregate(selection.records)
+    # Only the experiments of the paper's tables (a study such as elliptic-10d-depth has nothing to compare).
+    experiments = [e for e in dict.fromkeys(experiments) if e in pub_tables]
+
+    cells: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
+    summary: dict[str, dict[str, int]] = {}
+    info: dict[str, dict[str, Any]] = {}
+
+    for exp in experiments:
+        block = pub_tables.get(exp, {})
+        p = pub[pub.experiment == exp]
+        a = agg[agg.experiment == exp] if len(agg) else agg
+        recs = selection.of(exp)
+        info[exp] = {
+            "table": block.get("table"),
+            "paper_iterations": block.get("iterations"),
+            "paper_seeds": block.get("seeds"),
+            "iterations": selection.iterations.get(exp),
+            "diverged": sum(1 for r in recs if not r.ok),
+            "solvers": sorted({r.solver for r in recs}, key=solver_key),
+            "left_out": selection.note(exp),
+        }
+
+        sizes = {(int(L), int(M)) for L, M in zip(p.L, p.M)}
+        if len(a):
+            sizes |= {(int(L), int(M)) for L, M in zip(a.L, a.M)}
+        solvers = set(p.solver) | (set(a.solver) if len(a) else set())
+
+        exp_cells: list[dict[str, Any]] = []
+        for L, M in sorted(sizes):
+            for solver in sorted(solvers, key=solver_key):
+                ours = a[(a.L == L) & (a.M == M) & (a.solver == solver)] if len(a) else a
+                o = ours.iloc[0] if len(ours) else None
+                for q in QUANTITIES:
+                    pc = p[(p.L == L) & (p.M == M) & (p.solver == solver) & (p.quantity == q)]
+                    o_mean = _num(o[f"{q}_mean"]) if o is not None and f"{q}_mean" in o else math.nan
+                    o_std = _num(o[f"{q}_std"]) if o is not None and f"{q}_std" in o else math.nan
+                    if not len(pc) and (o is None or math.isnan(o_mean)):
+                        continue  # neither side has this quantity (J_S of a PINN-type solver)
+                    p_mean = float(pc["mean"].iloc[0]) if len(pc) else math.nan
+                    p_std = float(pc["std"].iloc[0]) if len(pc) else math.nan
+                    ratio = o_mean / p_mean if len(pc) and p_mean != 0 and not math.isnan(o_mean) else math.nan
+                    exp_cells.append({
+                        "experiment": exp, "L": L, "M": M, "solver": solver, "quantity": q,
+                        "ours_mean": o_mean, "ours_std": o_std,
+                        "n_seeds": int(o["n_seeds"]) if o is not None else 0,
+                        "n_diverged": int(_num(o.get("n_diverged", 0)) or 0) if o is not None else 0,
+                        "paper_mean": p_mean, "paper_std": p_std,
+                        "paper_seeds": block.get("seeds") if len(pc) else None, "ratio": ratio,
+                    })
+        cells.extend(exp_cells)
+
+        # LySep vs PINN per size
+        exp_verdicts = []
+        for L, M in sorted(sizes):
+            for q in ("J", "l2"):
+                def beats(side: str) -> bool | None:
+                    vals = {}
+                    for s in ("lysep", "pinn"):
+                        c = [c for c in exp_cells if (c["L"], c["M"], c["solver"], c["quantity"]) == (L, M, s, q)]
+                        v = c[0][f"{side}_mean"] if c else math.nan
+                        if math.isnan(v):
+                            return None
+                        vals[s] = v
+                    return bool(vals["lysep"] < vals["pinn"])
+                o, pp = beats("ours"), beats("paper")
+                exp_verdicts.append({"experiment": exp, "L": L, "M": M, "quantity": q, "ours": o, "paper": pp,
+                                     "agree": None if o is None or pp is None else o == pp})
+        verdicts.extend(exp_verdicts)
+
+        paper_cells = [c for c in exp_cells if not math.isnan(c["paper_mean"])]
+        compared = [c for c in paper_cells if not math.isnan(c["ratio"])]
+        summary[exp] = {
+            "cells": len(paper_cells),
+            "compared": len(compared),
+            "within": sum(1 for c in compared if 1 / WITHIN <= c["ratio"] <= WITHIN),
+            "better": sum(1 for c in compared if c["ratio"] < 1),
+            "worse": sum(1 for c in compared if c["ratio"] > 1),
+            "missing": len(paper_cells) - len(compared),
+            "verdicts": sum(1 for v in exp_verdicts if v["agree"] is not None),
+            "agree": sum(1 for v in exp_verdicts if v["agree"]),
+        }
+
+    return Comparison(experiments, pd.DataFrame(cells, columns=CELL_COLUMNS),
+                      pd.DataFrame(verdicts, columns=VERDICT_COLUMNS), summary, info)
+
+
+# --------------------------------------------------------------------------- formatting
+def _ratio(x: float) -> str:
+    return "" if math.isnan(x) else f"{x:.3g}"
+
+
+def _yes(v: bool | None, dash: str = "—") -> str:
+    return dash if v is None else ("yes" if v else "no")
+
+
+def summary_line(exp: str, s: dict[str, int]) -> str:
+    """The one-line summary of an experiment (plain text)."""
+    if not s["cells"]:
+        return f"{exp}: no published cells to compare with"
+    line = (f"{exp}: {s['within']}/{s['cells']} cells within {WITHIN:g}x of the paper; "
+            f"{s['better']} better (ours < paper), {s['worse']} worse (ours > paper)")
+    if s["missing"]:
+        line += f"; {s['missing']} missing"
+    if s["verdicts"]:
+        line += f"; LySep-vs-PINN verdict agrees with the paper in {s['agree']}/{s['verdicts']}"
+    return line
+
+
+class _Fmt:
+    """Markdown or LaTeX spelling of the pieces of the report."""
+
+    def __init__(self, fmt: str):
+        if fmt not in ("markdown", "latex"):
+            raise ValueError(f"unknown format {fmt!r}; choose markdown or latex")
+        self.latex = fmt == "latex"
+
+    def quantity(self, q: str) -> str:
+        if self.latex:
+            return {"J_S": r"$J_S$", "J": r"$J$", "l2": r"$\ell_2$"}[q]
+        return {"J_S": "J_S", "J": "J", "l2": "l2"}[q]
+
+    def pm(self, mean: float, std: float) -> str:
+        return pm(mean, std, self.latex, spaced=True)
+
+    def dash(self) -> str:
+        return dash(self.latex)
+
+    def text(self, s: str) -> str:
+        if not self.latex:
+            return s
+        for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
+                     ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("—", "--"), ("±", r"$\pm$"), ("<", "$<$"),
+                     (">", "$>$")):
+            s = s.replace(a, b)
+        return s
+
+    def table(self, header: list[str], rows: list[list[str]], align: str) -> list[str]:
+        if self.latex:
+            out = [r"\begin{tabular}{" + align + "}", r"\toprule", " & ".join(header) + r" \\", r"\midrule"]
+            out += [" & ".join(r) + r" \\" for r in rows]
+            out += [r"\bottomrule", r"\end{tabular}"]
+            return out
+        out = ["| " + " | ".join(header) + " |",
+               "|" + "|".join("---:" if a == "r" else ":---:" if a == "c" else "---" for a in align) + "|"]
+        out += ["| " + " | ".join(r) + " |" for r in rows]
+        return out
+
+
+def render_comparison(selection: Selection, experiments: list[str], fmt: str) -> str:
+    """The comparison of the selected records of ``experiments`` with the published tables, as Markdown
+    or LaTeX.  The LaTeX output is a fragment (needs ``booktabs``); input it into a document.
+    """
+    f = _Fmt(fmt)
+    comp = build_comparison(selection, experiments)
+    out: list[str] = []
+    if f.latex:
+        out += ["% lysep compare: our runs vs the published tables (requires \\usepackage{booktabs})", ""]
+    else:
+        out += ["# Our runs vs the published tables", "",
+                "Ours: mean ± std over our seeds (n = our seeds / the paper's). Ratio = ours / paper "
+                "(below 1: ours lower, i.e. better). — : no run record (or no published value).", ""]
+
+    for exp in comp.experiments:
+        inf, s = comp.info[exp], comp.summary[exp]
+        cells = comp.cells[comp.cells.experiment == exp]
+        title = f"{exp} (paper Table {inf['table']})" if inf["table"] is not None else f"{exp} (not in the paper)"
+        note = f"Our runs: iterations {inf['iterations']}"
+        if inf["paper_iterations"] is not None:
+            note += f" (paper: {inf['paper_iterations']})"
+        if inf["diverged"]:
+            note += f"; {inf['diverged']} diverged run(s)"
+        note += "."
+        if inf["left_out"]:
+            note += " " + inf["left_out"]
+        if f.latex:
+            out += [r"\subsection*{" + f.text(title) + "}", f.text(note), ""]
+        else:
+            out += [f"## {title}", "", note, ""]
+
+        rows = []
+        for c in cells.itertuples(index=False):
+            has_paper = c.paper_seeds is not None and not pd.isna(c.paper_seeds)
+            n = f"{c.n_seeds}/{int(c.paper_seeds)}" if has_paper else f"{c.n_seeds}"
+            if c.n_diverged:
+                n += f" (+{c.n_diverged} diverged)"
+            ours = f.pm(c.ours_mean, c.ours_std) if c.n_seeds else f"{f.dash()} (0 seeds)"
+            rows.append([f"({c.L},{c.M})", f.text(display_name(c.solver)), f.quantity(c.quantity),
+                         ours, n, f.pm(c.paper_mean, c.paper_std), _ratio(c.ratio)])
+        header = ["(L,M)", "Model", "Quantity", "Ours", "n", "Paper", "Ours/paper"]
+        if f.latex:
+            header = [r"$(L,M)$", "Model", "Quantity", "Ours", "$n$", "Paper", "Ours/paper"]
+        out += f.table(header, rows, "llcrcrr") if rows else [f.text("(no cells)")]
+        out.append("")
+
+        v = comp.verdicts[comp.verdicts.experiment == exp]
+        if len(v):
+            vrows = []
+            for (L, M), g in v.groupby(["L", "M"], sort=True):
+                row = [f"({L},{M})"]
+                for q in ("J", "l2"):
+                    gq = g[g.quantity == q].iloc[0]
+                    row += [_yes(gq.ours, f.dash()), _yes(gq.paper, f.dash())]
+                vrows.append(row)
+            if f.latex:
+                vh = [r"$(L,M)$", r"$J$: ours", r"$J$: paper", r"$\ell_2$: ours", r"$\ell_2$: paper"]
+                out += ["LySep beats PINN (lower mean):", ""]
+            else:
+                vh = ["(L,M)", "J: ours", "J: paper", "l2: ours", "l2: paper"]
+                out += ["LySep beats PINN (lower mean):", ""]
+            out += f.table(vh, vrows, "lcccc")
+            out.append("")
+
+        line = summary_line(exp, s)
+        out += [(r"\noindent\textbf{Summary.} " + f.text(line)) if f.latex else f"**Summary** {line}", ""]
+
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _span(ratios: list[float]) -> str:
+    """"lo-hi× (k/n)" over the sizes of a (model, quantity); "—" when none has runs."""
+    got = [r for r in ratios if not math.isnan(r)]
+    if not got:
+        return "—"
+    lo, hi = min(got), max(got)
+    text = f"{lo:.2g}×" if len(got) == 1 or f"{lo:.2g}" == f"{hi:.2g}" else f"{lo:.2g}-{hi:.2g}×"
+    return f"{text} ({len(got)}/{len(ratios)})"
+
+
+def render_headline(selection: Selection, experiments: list[str]) -> str:
+    """One Markdown row per paper table: ours/paper mean ratios (range over the sizes that have runs, and
+    how many of the table's sizes that is) for PINN and LySep J and l2, the cells within 3x, and the
+    LySep-beats-PINN verdict agreement."""
+    comp = build_comparison(selection, experiments)
+    rows = []
+    for exp in comp.experiments:
+        c = comp.cells[comp.cells.experiment == exp]
+        c = c[c.paper_mean.notna()]
+        spans = []
+        for solver in ("pinn", "lysep"):
+            for q in ("J", "l2"):
+                spans.append(_span(list(c[(c.solver == solver) & (c.quantity == q)].ratio)))
+        compared = c[c.ratio.notna()]
+        within3 = int(((compared.ratio >= 1 / 3) & (compared.ratio <= 3)).sum())
+        s = comp.summary[exp]
+        verdict = f"{s['agree']}/{s['verdicts']}" if s["verdicts"] else "—"
+        rows.append([f"{comp.info[exp]['table']}: {exp}", *spans, f"{within3}/{len(compared)} ({len(c)})", verdict])
+    header = ["Paper table", "PINN J", "PINN ℓ2", "LySep J", "LySep ℓ2", "within 3× (cells run, of)",
+              "LySep beats PINN: agrees"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += ["", "Ours / paper: ratio of the means (ours over the seeds run), range over the table's sizes that have runs "
+              "(how many of them); below 1 ours is lower (better). Cells: (size, model, quantity) with a "
+              "published value; LySep's J_S counts as a cell. Verdict: does LySep have the lower mean J "
+              "(ℓ2) than PINN, per size, in our runs as in the paper."]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["render_comparison", "render_headline", "build_comparison", "Comparison", "summary_line", "QUANTITIES", "PAPER_MODELS",
+           "WITHIN"]

@@ -1,0 +1,338 @@
+"""`lysep verify`: check that archived runs reproduce, at the level the platform allows.
+
+A run's numbers depend only on (spec, solver, L, M, seed, iterations) and on the platform that computed
+them (its fingerprint, lysep_cli/fingerprint.py).  Three levels (docs/reproducibility.md):
+
+exact
+    The rerun is bit-identical.  Expected, and required, when the archived and the rerun fingerprints
+    agree on every key that fixes the bits (:data:`~lysep_cli.store.fingerprint.EXACT_KEYS`).
+tolerant (per run)
+    Another platform: round-off differs, so the rerun passes when every compared number is within
+
+        tol = max(TOL_FLOOR, kappa * eps)        (relative; eps = 2.2e-16)
+
+    where kappa is the condition number the record knows: the output-layer least-squares system of rfls
+    (``diagnostics.cond``) or of LySep's first W_L solve (``diagnostics.W3_system_cond_first``), and 1 for
+    the gradient solvers.  For rfls and PINN (round-off stays at 1e-14 over 2000 iterations, measured)
+    the comparison covers the final J, J_S, l2, every history entry and every weight.  LySep amplifies
+    round-off from sweep to sweep (the hidden layers' steps are 1e-20 and below by the end), so only the
+    first :data:`PREFIX` history entries are compared per run; its final values belong to the cell level.
+    When kappa * eps > :data:`TOL_CAP` no per-run tolerance means anything (the 2-D rfls systems have
+    kappa = 1e15..1e17): the run is "ill-conditioned", and its cell is judged at the statistical level.
+statistical (per cell)
+    Every seed of the cell rerun, and the rerun's final J and l2 compared with the archive's over the
+    seeds (lysep_cli/cellstats.py).
+
+``lysep verify --weights`` does not train: :func:`reevaluate` computes J and the l2 error of each run's
+saved network from the archive's own files and compares them with the record's final values within
+:data:`WEIGHTS_TOLERANCE` (platform-independent: 6e-13 at most across AVX-512 and AVX2 NumPy, measured),
+so an altered weight is caught wherever it is.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lysep_cli.execution.runner import RunKey, execute
+from lysep_cli.numerics import network
+from lysep_cli.numerics.metrics import finite_or_none, relative_l2
+from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.reports.cellstats import Cell, by_cell, cell_of, compare_cell
+from lysep_cli.specs import ExperimentSpec
+from lysep_cli.store import records
+from lysep_cli.store.fingerprint import differing, fingerprint, same_platform
+from lysep_cli.store.schema import RunRecord
+
+EPS = float(np.finfo(np.float64).eps)
+#: the least per-run tolerance (4.5e5 ulps): PINN's reruns on other kernels differ by 1.3e-14 at most, the
+#: first entries of pinn-lm's by 3e-12 (measured: benchmarks/results/platform_spread.txt)
+TOL_FLOOR = 1e-10
+#: above this kappa * eps a per-run comparison is meaningless: the cell level judges
+TOL_CAP = 1e-2
+#: the saved network re-evaluated against the record (well conditioned: 6e-13 across platforms)
+WEIGHTS_TOLERANCE = 1e-9
+#: history entries compared per run for the solvers that amplify round-off (LySep: entries 0..5 agree
+#: within 6e-10 across kernels at kappa = 1e9, entries 6..10 drift to 9e-8; measured)
+PREFIX = 6
+#: solvers whose reruns stay within round-off of each other over the whole run (measured on other
+#: BLAS kernels and NumPy SIMD paths: docs/reproducibility.md); the others are compared on a prefix
+ROUND_OFF_STABLE = frozenset({"rfls", "pinn"})
+
+LEVELS = ("auto", "exact", "tolerant", "statistical")
+
+
+def condition(record: RunRecord) -> float:
+    """kappa of the tolerant rule: the condition number of the record's output-layer system, else 1."""
+    diag = record.diagnostics
+    for key in ("cond", *sorted(k for k in diag if k.endswith("_system_cond_first"))):
+        value = diag.get(key)
+        if isinstance(value, (int, float)) and np.isfinite(value) and value >= 1:
+            return float(value)
+    return 1.0
+
+
+def tolerance(record: RunRecord) -> float | None:
+    """The per-run tolerance ``max(TOL_FLOOR, kappa * eps)``; None when it exceeds :data:`TOL_CAP`."""
+    tol = max(TOL_FLOOR, condition(record) * EPS)
+    return None if tol > TOL_CAP else tol
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one rerun (or re-evaluation).
+
+    ``level``: "exact", "tolerant", "ill-conditioned" (no per-run verdict: the cell level judges) or
+    "weights".  ``max_rel`` / ``where``: the largest relative difference over the compared numbers and
+    where it is; ``tol`` the tolerance applied; ``differs``: the fingerprint keys that differ.
+    """
+
+    record: RunRecord
+    max_rel: float
+    where: str
+    identical: bool
+    level: str = "exact"
+    tol: float = 0.0
+    differs: tuple[str, ...] = ()
+    note: str = ""
+    what: str = "rerun"
+
+    @property
+    def ok(self) -> bool:
+        if self.identical:
+            return True
+        if self.level in ("exact",):
+            return False
+        if self.level == "ill-conditioned":
+            return True  # no per-run verdict; its cell is compared (cellstats)
+        return self.max_rel <= self.tol
+
+    def line(self) -> str:
+        r = self.record
+        cell = f"{r.experiment} {r.solver} L{r.L}-M{r.M} seed {r.seed}"
+        if self.identical:
+            return f"ok        {cell}: exact, " + ("bit-identical" if self.what == "rerun" else
+                                                   "J and l2 of the saved weights bit-identical to the record")
+        verdict = "ok" if self.ok else "MISMATCH"
+        if self.level == "exact":
+            text = (f"{verdict:<9} {cell}: exact level (same platform and numerics), yet largest relative "
+                    f"difference {self.max_rel:.3e} ({self.where})")
+        elif self.level == "ill-conditioned":
+            text = (f"{'cell':<9} {cell}: kappa*eps = {condition(r) * EPS:.1e} > {TOL_CAP:g}, no per-run "
+                    f"tolerance (difference {self.max_rel:.3e}, {self.where}): judged with its cell")
+        else:
+            text = (f"{verdict:<9} {cell}: {self.level}, largest relative difference {self.max_rel:.3e} "
+                    f"({self.where}) vs tolerance {self.tol:.1e}")
+        if self.note:
+            text += f"; {self.note}"
+        if self.differs and not self.ok:
+            text += "\n          platform differs: " + "; ".join(self.differs)
+        return text
+
+
+def choose(candidates: list[RunRecord], sample: int | None, seed: int, cheapest: bool) -> list[RunRecord]:
+    """``sample`` runs (all when None): the cheapest by recorded seconds, or a random sample drawn with
+    ``seed``; returned in cell order."""
+    if sample is None or sample >= len(candidates):
+        return list(candidates)
+    if cheapest:
+        picked = sorted(candidates, key=lambda r: (r.seconds, r.cell))[:sample]
+    else:
+        idx = np.random.default_rng(seed).choice(len(candidates), size=sample, replace=False)
+        picked = [candidates[i] for i in idx]
+    return sorted(picked, key=lambda r: r.cell)
+
+
+def _rel(new: float | None, old: float | None) -> float:
+    if new is None or old is None:  # non-finite values are stored as None: they must agree
+        return 0.0 if new is None and old is None else float("inf")
+    if new == old:
+        return 0.0
+    return abs(new - old) / abs(old) if old != 0 else float("inf")
+
+
+@dataclass
+class _Seen:
+    """Compared numbers: (relative difference, label, bit-equal)."""
+
+    items: list[tuple[float, str, bool]] = field(default_factory=list)
+
+    def add(self, rel: float, label: str, same: bool) -> None:
+        self.items.append((rel, label, same))
+
+    def worst(self) -> tuple[float, str, bool]:
+        rel, label, _ = max(self.items, key=lambda s: s[0])
+        return rel, label, all(s[2] for s in self.items)
+
+
+def differences(archived: RunRecord, archived_params: Params, rerun: RunRecord, rerun_params: Params,
+                prefix: int | None = None) -> tuple[float, str, bool]:
+    """(largest relative difference, where, bit-identical) between an archived run and its rerun: over
+    the final values, the histories and the weights, or (``prefix``) over the first ``prefix`` history
+    entries only (bit-identity is still judged on everything)."""
+    seen, everything = _Seen(), _Seen()
+    for key in ("J", "J_S", "l2"):
+        new, old = getattr(rerun.final, key), getattr(archived.final, key)
+        everything.add(_rel(new, old), f"final {key}", new == old)
+    for name in sorted(set(archived.history) | set(rerun.history)):
+        old, new = archived.history.get(name), rerun.history.get(name)
+        if old is None or new is None or len(old) != len(new):
+            same = old is None and new is None
+            (seen if prefix is not None else everything).add(0.0 if same else float("inf"),
+                                                             f"history {name} (length)", same)
+            continue
+        rels = [_rel(x, y) for x, y in zip(new, old)]
+        k = int(np.argmax(rels))
+        everything.add(rels[k], f"history {name}[{k}]", new == old)
+        if prefix is not None:
+            head = rels[:prefix]
+            k = int(np.argmax(head))
+            seen.add(head[k], f"history {name}[{k}]", new[:prefix] == old[:prefix])
+    if len(archived_params) != len(rerun_params):
+        everything.add(float("inf"), "number of layers", False)
+    for l, ((Wa, ba), (Wn, bn)) in enumerate(zip(archived_params, rerun_params), start=1):
+        for label, new, old in ((f"W{l}", Wn, Wa), (f"b{l}", bn, ba)):
+            if new.shape != old.shape:
+                everything.add(float("inf"), f"weights {label} (shape)", False)
+                continue
+            norm, diff = float(np.linalg.norm(old)), float(np.linalg.norm(new - old))
+            rel = diff / norm if norm > 0 else (0.0 if diff == 0 else float("inf"))
+            everything.add(rel, f"weights {label}", bool(np.array_equal(new, old)))
+    worst_all = everything.worst()
+    if prefix is None or not seen.items:
+        return worst_all
+    rel, where, _ = seen.worst()
+    return rel, where, worst_all[2]
+
+
+def judge(record: RunRecord, archived_params: Params, rerun: RunRecord, rerun_params: Params,
+          level: str = "auto") -> Check:
+    """The verdict on one rerun at ``level`` (auto: exact when the platforms agree, else tolerant)."""
+    differs = tuple(differing(record.versions, rerun.versions))
+    worst, where, identical = differences(record, archived_params, rerun, rerun_params)
+    if identical:
+        return Check(record, 0.0, where, True, "exact", differs=differs)
+    if level == "exact" or (level == "auto" and same_platform(record.versions, rerun.versions)):
+        return Check(record, worst, where, False, "exact", differs=differs)
+    tol = tolerance(record)
+    if tol is None:
+        return Check(record, worst, where, False, "ill-conditioned", differs=differs)
+    if record.solver in ROUND_OFF_STABLE:
+        return Check(record, worst, where, False, "tolerant", tol, differs)
+    head, head_where, _ = differences(record, archived_params, rerun, rerun_params, prefix=PREFIX)
+    return Check(record, head, head_where, False, "tolerant", tol, differs,
+                 note=f"first {PREFIX} entries ({record.solver} amplifies round-off; final values differ by "
+                      f"{worst:.1e}, judged with the cell)")
+
+
+def rerun(spec: ExperimentSpec, record: RunRecord) -> tuple[RunRecord, Params]:
+    """Train the archived run again (same spec, key and iterations); no file written."""
+    return execute(spec, RunKey(record.solver, record.L, record.M, record.seed), record.iterations)
+
+
+def verify(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, level: str = "auto") -> Check:
+    """Rerun one archived run and judge it at ``level``."""
+    _, npz_path = records.record_paths(results_dir, record.experiment, record.solver, record.L, record.M,
+                                       record.seed)
+    new, params = rerun(spec, record)
+    return judge(record, records.load_params(npz_path), new, params, level)
+
+
+def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path) -> Check:
+    """J (`eq:J-elliptic` & co.) and the relative l2 error of the saved network, from the archive's
+    files alone (the record's weights NPZ, the experiment's data.npz), against the record's final J, l2."""
+    _, npz_path = records.record_paths(results_dir, record.experiment, record.solver, record.L, record.M,
+                                       record.seed)
+    params = records.load_params(npz_path)
+    Z_train, Z_test = records.load_data(results_dir, record.experiment)
+    problem = make_problem(spec.pde, spec.d, spec.solution)
+    with threadpool_limits(limits=1), np.errstate(all="ignore"):  # as the runner computed them
+        J = network.pinn_loss(params, Z_train, problem.coefficients(Z_train), problem.rhs(Z_train))
+        l2 = relative_l2(problem, params, Z_test)
+    seen = [(_rel(finite_or_none(J), record.final.J), "final J", finite_or_none(J) == record.final.J),
+            (_rel(finite_or_none(l2), record.final.l2), "final l2", finite_or_none(l2) == record.final.l2)]
+    worst = max(seen, key=lambda x: x[0])
+    identical = all(x[2] for x in seen)
+    return Check(record, worst[0], worst[1], identical, "weights", WEIGHTS_TOLERANCE, what="weights")
+
+
+def candidates(loaded_records: Iterable[RunRecord]) -> list[RunRecord]:
+    """Runs that can be verified: every record the selection kept (status ok or diverged)."""
+    return sorted(loaded_records, key=lambda r: r.cell)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command's passes: saved weights, reruns, cells, another archive.
+
+Echo = Callable[[str], None]
+
+
+def header(archived: Iterable[RunRecord]) -> str:
+    """One line: this platform, and how the archive's records compare with it."""
+    here = fingerprint()
+    pool = list(archived)
+    same = sum(same_platform(r.versions, here) for r in pool)
+    unrecorded = sum("numerics" not in r.versions for r in pool)
+    text = (f"this machine: NumPy {here.get('numpy')} SIMD {here.get('numpy_simd')}, BLAS kernel "
+            f"{here.get('blas_core', '?')}, numerics id {here.get('numerics')}; of the {len(pool)} record(s), "
+            f"{same} made on this platform (exact level)")
+    if unrecorded:
+        text += f", {unrecorded} with no platform fingerprint (made before lysep recorded one)"
+    return text
+
+
+def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path,
+                 echo: Echo, quiet: bool) -> int:
+    """Re-evaluate the saved network of every run in ``pool``; returns the number that fail.  With
+    ``quiet`` only failures and a summary line are echoed."""
+    bad, worst = 0, 0.0
+    for rec in pool:
+        check = reevaluate(specs[rec.experiment], rec, results)
+        bad += not check.ok
+        worst = max(worst, check.max_rel)
+        if not quiet or not check.ok:
+            echo(check.line())
+    if quiet:
+        echo(f"weights: {len(pool) - bad} of {len(pool)} saved network(s) give their record's J and l2 "
+             f"(largest relative difference {worst:.1e}, tolerance {WEIGHTS_TOLERANCE:g})")
+    return bad
+
+
+def cells_pass(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord],
+               echo: Echo) -> int:
+    """Rerun every archived seed of each cell and compare the sets (cellstats); returns cells that differ."""
+    archived = by_cell(pool)
+    bad = 0
+    for cell in cells:
+        runs = archived.get(cell, [])
+        reruns = [rerun(specs[r.experiment], r)[0] for r in runs]
+        comparison = compare_cell(cell, runs, reruns)
+        bad += not comparison.ok
+        echo(comparison.line())
+    return bad
+
+
+def runs_pass(specs: dict[str, ExperimentSpec], picked: list[RunRecord], pool: list[RunRecord],
+              results: Path, level: str, echo: Echo) -> tuple[int, Counter]:
+    """Rerun each picked run at ``level``; ill-conditioned runs send their cell to the statistical level
+    (auto).  Returns (failures, levels used)."""
+    bad, levels = 0, Counter()
+    escalate: list[Cell] = []
+    for rec in picked:
+        check = verify(specs[rec.experiment], rec, results, level)
+        bad += not check.ok
+        levels[check.level] += 1
+        echo(check.line())
+        if check.level == "ill-conditioned" and cell_of(rec) not in escalate:
+            escalate.append(cell_of(rec))
+    if escalate:
+        echo(f"statistical level for {len(escalate)} cell(s) of ill-conditioned runs (every seed rerun):")
+        bad += cells_pass(specs, escalate, pool, echo)
+        levels["statistical"] += len(escalate)
+    return bad, levels

@@ -1,0 +1,275 @@
+"""LySep: Algorithms 1-3 of the paper for any depth L >= 2 (one code path for elliptic, parabolic,
+hyperbolic PDEs; L = 3 is the paper's case).
+
+Each iteration updates, in the paper's order, layer by layer l = 1..L-1
+
+    W_l (gradient), b_l (`eq:GD_b1`, `eq:GD_b2`), a_l, d_lj, q_lj (l >= 2) (gradient),
+
+then W_L (`eq:GD_W3`) and b_L (`eq:GD_b3`), and checks the consistency bound of Theorems 2.1 / 3.1 / 3.3
+for depth L (docs/lysep-depth.md), J <= factor * C_L * J_S, with the PINN loss J of the current W_l, b_l.
+The gradient steps use one step rule per block (see docs/lysep.md, "Step sizes": a single fixed tau stalls
+or collapses W_3).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from lysep_cli.numerics.activation import SIGMA
+from lysep_cli.numerics.network import Params, pinn_loss
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Progress, SolveResult, TrainingData
+from lysep_cli.solvers.lysep.line import line_model
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient,
+                                          gradient_blocks, lysep_loss, update_terms, weights)
+from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
+from lysep_cli.solvers.lysep.weights import paper_constant, theorem_constant
+from lysep_cli.solvers.settings import SolverSettings, setting
+from lysep_cli.solvers.steps import Backtracking, FixedStep, StepRule
+from lysep_cli.store.checkpoint import Checkpoint
+
+
+def block_order(L: int) -> tuple[str, ...]:
+    """Algorithm 1's order at depth L; "b1".."b{L-1}", "W{L}", "b{L}" are the closed-form solves."""
+    out: list[str] = []
+    for l in range(1, L):
+        out += [f"W{l}", f"b{l}", f"a{l}", f"d{l}"] + ([f"q{l}"] if l >= 2 else [])
+    return tuple(out + [f"W{L}", f"b{L}"])
+
+
+GRADIENT_BLOCKS = gradient_blocks(3)
+ORDER = block_order(3)
+
+
+@dataclass(frozen=True)
+class Settings(SolverSettings):
+    """LySep (Algorithms 1-3): step rule of the gradient blocks, treatment of the weights, W_3/b_3 solve."""
+
+    step_rule: Literal["backtracking", "fixed"] = setting(
+        "backtracking", doc="backtracking (per block) | fixed (the paper's single tau)")
+    tau: float = setting(1.0e-8, low=0.0, doc="fixed: the step; backtracking: every block's first trial step")
+    grow: float = setting(2.0, low=1.0, doc="backtracking: trial step multiplied by this after an accepted step")
+    shrink: float = setting(0.5, low=0.0, high=1.0, low_open=True, high_open=True,
+                            doc="backtracking: trial step multiplied by this after a rejected trial")
+    armijo: float = setting(1.0e-4, low=0.0, high=1.0, high_open=True,
+                            doc="sufficient decrease: J_S(x - t g) <= J_S(x) - armijo t ||g||^2")
+    max_tries: int = setting(40, low=1, doc="backtracking: trials before the block is left unchanged")
+    weights: Literal["frozen", "through"] = setting(
+        "frozen", doc="frozen: omega, D recomputed then held fixed in the gradients | through")
+    w3_b3: Literal["separate", "joint"] = setting(
+        "separate", doc="separate: W_3 then b_3 as in the paper | joint: one solve for [W_3, b_3]")
+    rcond: float | None = setting(None, low=0.0, doc="lstsq cutoff of the W_3 system (null: machine precision)")
+
+    def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS) -> dict[str, StepRule]:
+        """A fresh step rule per gradient block (the rules keep their own step sizes)."""
+        if self.step_rule == "fixed":
+            return {b: FixedStep(self.tau) for b in blocks}
+        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries) for b in blocks}
+
+
+# ------------------------------------------------------------------------------------------------
+# Theorem 2.1's constant and the bound factors.
+
+
+def bound_factor(pde: str, d: int) -> float:
+    """2(d+1) (Thm 2.1), 2d+3 (Thm 3.1), 2(d+2) (Thm 3.3), without C: the number of output terms
+    (fit, K, the K_i, the K-hat_i), the same at every depth L (docs/lysep-depth.md)."""
+    return {"elliptic": 2.0 * (d + 1), "parabolic": 2.0 * d + 3.0, "hyperbolic": 2.0 * (d + 2)}[pde]
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+class LySepIteration:
+    """The state of Algorithms 1-3 between iterations: variables, cached terms, step rules."""
+
+    use_lines = False
+    """Trials through the blocks' line models (solvers/lysep_line.py, L = 3 only) instead of recomputing the
+    constraint groups.  Off: once ||W_3|| is large the penalties of J_S weigh round-off in the residuals,
+    and the line models' incrementally updated residuals drift from the state's (bound violations and a
+    different trajectory at elliptic-2d (3,80), docs/engine.md); every trial recomputes its groups."""
+
+    def __init__(self, params0: Params, data: LySepData, settings: Settings,
+                 rules: dict[str, StepRule] | None = None):
+        self.data = data
+        self.s = settings
+        self.mode: WeightMode = settings.weights
+        self.L = len(params0)
+        self.blocks = gradient_blocks(self.L)
+        self.order = block_order(self.L)
+        self.rules = settings.step_rules(self.blocks) if rules is None else rules
+        self.st = LySepState.from_params(params0, data)
+        self.terms: Terms = compute_terms(self.st, data)
+        self.J_S = lysep_loss(self.st, data, self.terms).J_S
+        self.last_cond = float("nan")
+        self.accepted_steps = {b: 0 for b in self.blocks}
+
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The iteration's state between sweeps: (JSON-able values, arrays of the variables)."""
+        meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
+                "tau": {b: r.tau for b, r in self.rules.items()},
+                "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
+        return meta, {f"v_{k}": np.asarray(v) for k, v in self.st.v.items()}
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Back to a :meth:`snapshot`.  The residuals, weights and caches are recomputed from the variables:
+        each is a function of the variables alone, so they come out as the run had them, bit for bit
+        (not so with the line models, whose residuals are updated incrementally: no snapshot then)."""
+        v: dict[str, Any] = {}
+        for key, a in arrays.items():
+            if key.startswith("v_"):
+                name = key[2:]
+                v[name] = float(a) if name in meta["scalars"] else np.ascontiguousarray(a)
+        self.st = LySepState(self.L, v, self.data.plan)
+        self.terms = compute_terms(self.st, self.data)
+        self.J_S, self.last_cond = float(meta["J_S"]), float(meta["last_cond"])
+        self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
+        for b, tau in meta["tau"].items():
+            self.rules[b].tau = float(tau)
+
+    def _set(self, block: str, value: Any) -> None:
+        self.st = self.st.with_(**{block: value})
+        self.terms = update_terms(self.terms, block, self.st, self.data)
+
+    def _gradient_step(self, block: str) -> None:
+        st, data, terms = self.st, self.data, self.terms
+        if self.rules[block].inactive:
+            return  # fixed tau = 0: only the closed-form updates act
+        wt = weights(st, data)
+        g = gradient(block, st, data, terms, self.mode, wt)
+        J0 = self.J_S
+        line = line_model(block, st, terms, data, g) if self.use_lines and self.L == 3 else None
+        if line is not None:
+            # J_S(x - t g) from the block's line model: no constraint group is recomputed per trial.
+            _, t_accepted, _ = self.rules[block].step(line.baseline(), float(np.sum(g * g)),
+                                                      lambda t: (line.value(t), t))
+            if t_accepted is not None:
+                self.st, self.terms = line.accept(t_accepted)
+                self.J_S = lysep_loss(self.st, data, self.terms).J_S
+                self.accepted_steps[block] += 1
+            return
+        x = getattr(st, block)
+
+        def trial(t: float):
+            st2 = st.with_(**{block: x - t * g})
+            t2 = update_terms(terms, block, st2, data)
+            return lysep_loss(st2, data, t2).J_S, (st2, t2)
+
+        J, payload, _ = self.rules[block].step(J0, float(np.sum(g * g)), trial)
+        if payload is not None:
+            self.st, self.terms = payload
+            self.J_S = J
+            self.accepted_steps[block] += 1
+
+    def sweep(self, with_cond: bool = False) -> None:
+        """One iteration k of Algorithm 1 (2, 3); ``with_cond`` also measures the W_3 system's condition."""
+        data, L = self.data, self.L
+        for block in self.order:
+            if block in self.blocks:
+                self._gradient_step(block)
+            elif block == f"W{L}":
+                sol = solve_W3(self.st, data, self.terms, weights(self.st, data),
+                               joint=self.s.w3_b3 == "joint", rcond=self.s.rcond, with_cond=with_cond)
+                self.last_cond = sol.cond
+                self._set(block, sol.W3)
+                if sol.b3 is not None:
+                    self._set(f"b{L}", sol.b3)
+            elif block == f"b{L}":
+                if self.s.w3_b3 == "separate":
+                    self._set(block, solve_b3(self.st, data))
+            else:  # b_l, l < L
+                self._set(block, solve_b(int(block[1:]), self.st, data, weights(self.st, data)))
+            if block not in self.blocks:
+                self.J_S = lysep_loss(self.st, data, self.terms).J_S
+
+
+def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
+    n = float(np.linalg.norm(old))
+    return float(np.linalg.norm(new - old) / n) if n > 0 else float("nan")
+
+
+def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
+          iterations: int, progress: Progress | None = None, checkpoint: Checkpoint | None = None) -> SolveResult:
+    """Run Algorithm 1 (elliptic), 2 (parabolic) or 3 (hyperbolic) for ``iterations`` sweeps.
+
+    history: "J_S" and "J" (PINN loss of the current W_l, b_l), iterations + 1 entries each
+    (the initial values first).  bound: the Theorem 2.1/3.1/3.3 check of every iteration.
+    checkpoint: resume from it when it holds this run's state, and save to it as it comes due
+    (lysep_cli/checkpoint.py); the result is the uninterrupted run's, bit for bit.
+    """
+    s = Settings.coerce(settings)
+    ld = LySepData.build(data.Z, data.coef, data.Y)
+    L = len(params0)
+    C = theorem_constant(L, *SIGMA.constants, second=bool(ld.S.size))
+    factor = bound_factor(problem.pde, problem.d) * C
+    it = LySepIteration(params0, ld, s, s.step_rules(gradient_blocks(L)))
+    J0 = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
+    # Everything the loop carries from one sweep to the next (a checkpoint saves it with the variables).
+    loop: dict[str, Any] = {"k": 0, "violations": 0, "worst_ratio": J0 / it.J_S if it.J_S > 0 else float("nan"),
+                            "first_violation": None, "J_first_solve": None, "cond_first": float("nan"),
+                            "seconds": 0.0, "resumed_at": []}
+    hist_JS, hist_J = [it.J_S], [J0]
+    status, diverged_at = ("ok", None) if np.isfinite(it.J_S) and np.isfinite(J0) else ("diverged", 0)
+    if checkpoint is not None and it.use_lines:
+        checkpoint = None  # incrementally updated residuals are not a function of the variables alone
+    saved = checkpoint.load() if checkpoint is not None and status == "ok" else None
+    if saved is not None:
+        loop = saved["meta"]["loop"]
+        it.restore(saved["meta"]["iteration"], saved["arrays"])
+        hist_JS, hist_J = [float(x) for x in saved["arrays"]["hist_J_S"]], [float(x) for x in saved["arrays"]["hist_J"]]
+        loop["resumed_at"].append(loop["k"])
+    before = (loop["seconds"], loop.get("cpu_seconds", 0.0))  # spent by the runs this one resumes
+    t0, cpu0 = time.perf_counter() - before[0], time.process_time() - before[1]
+    for k in range(loop["k"], iterations if status == "ok" else 0):
+        it.sweep(with_cond=k in (0, iterations - 1))
+        J = pinn_loss(it.st.params(), data.Z, data.coef, data.Y)
+        hist_JS.append(it.J_S)
+        hist_J.append(J)
+        if loop["J_first_solve"] is None:
+            loop["J_first_solve"], loop["cond_first"] = J, it.last_cond  # the first W_3/b_3 solve ends sweep 1
+        if not (np.isfinite(it.J_S) and np.isfinite(J)):
+            status, diverged_at = "diverged", k + 1
+            break
+        ratio = J / it.J_S if it.J_S > 0 else float("inf")
+        loop["worst_ratio"] = max(loop["worst_ratio"], ratio)
+        if J > factor * it.J_S:
+            loop["violations"] += 1
+            loop["first_violation"] = k + 1 if loop["first_violation"] is None else loop["first_violation"]
+        loop["k"] = k + 1
+        if checkpoint is not None and loop["k"] < iterations and checkpoint.due():
+            loop["seconds"], loop["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - cpu0
+            meta, arrays = it.snapshot()
+            checkpoint.save({"loop": loop, "iteration": meta},
+                            {**arrays, "hist_J_S": np.array(hist_JS), "hist_J": np.array(hist_J)})
+        if progress is not None:
+            progress(k, J)
+    violations, worst_ratio, first_violation = loop["violations"], loop["worst_ratio"], loop["first_violation"]
+    J_first_solve, cond_first = loop["J_first_solve"], loop["cond_first"]
+    seconds = time.perf_counter() - t0
+    st = it.st
+    moves = {}
+    for l, (W, b) in enumerate(params0[:-1], start=1):  # hidden-layer movement per layer
+        moves[f"move_W{l}"] = _relative_move(st.v[f"W{l}"], W)
+        moves[f"move_b{l}"] = _relative_move(st.v[f"b{l}"], b)
+    bound = {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
+             "violations": violations, "checked": len(hist_J) - 1, "first_violation": first_violation,
+             "max_ratio_J_over_J_S": worst_ratio}
+    diagnostics = {
+        "J_after_first_W3_solve": J_first_solve,
+        "W3_norm": float(np.linalg.norm(st.v[f"W{L}"])),  # the output layer W_L (named for L = 3)
+        "W3_system_cond_first": cond_first,
+        "W3_system_cond_last": it.last_cond,
+        **moves,
+        "accepted_steps": it.accepted_steps,
+        "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
+        "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
+        **({"resumed_at_sweeps": loop["resumed_at"], "seconds_before_resume": list(before)}
+           if loop["resumed_at"] else {}),
+    }
+    message = "" if status == "ok" else f"non-finite J or J_S at iteration {diverged_at}"
+    return SolveResult(st.params(), {"J": hist_J, "J_S": hist_JS}, status, message, diverged_at=diverged_at,
+                       J_S=hist_JS[-1], bound=bound, diagnostics=diagnostics)

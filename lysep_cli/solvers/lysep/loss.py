@@ -1,0 +1,400 @@
+"""The LySep loss J_S (`eq:Js-elliptic`, `eq:Js-parabolic`, `eq:Js-hyberbolic`) for any depth L >= 2,
+and its gradients.
+
+One code path serves the three PDEs and every depth (docs/lysep-depth.md).  With the network inputs z_j
+(j = 0..n_in-1; t is z_0 for the time-dependent PDEs) and the residual written as
+(problems.OperatorCoefficients)
+
+    R = K phi + sum_j K_j d_j phi + sum_j K-hat_j d_jj phi - Y,
+
+the fitting term of J_S is ``r = W_L B + b_L K - Y`` with B of `eq:GD_W3` at the last hidden layer
+(a, d, q) = (a_{L-1}, d_{L-1}, q_{L-1}) (channels.fit_matrix):
+
+    B = sigma(a) diag[K] + sum_j D_j diag[K_j] + sum_{j in S} (Q_j + Q-hat_j) diag[K-hat_j],
+    D_j = sigma'(a)*d_j,  Q_j = sigma''(a)*d_j*d_j,  Q-hat_j = sigma'(a)*q_j,
+
+where S is the set of channels with a second derivative (all of them, except t for parabolic PDEs).
+Elliptic: K_j = K^e_j, K-hat_j = K-hat^e.  Parabolic: K_0 = K^p_0, K_j = -K^p_j, K-hat_j = -K-hat^p.
+Hyperbolic: K_0 = K^h_0, K-hat_0 = K-hat^h_0, K_j = -K^h_j, K-hat_j = -K-hat^h_j.  The signs do not
+matter for the weights, which use |.|_inf (max over the N training points).
+
+The constraints are the channel recursion between consecutive layers (`eq:var_a`, `eq:var_d`,
+`eq:var_q`): e_a1 = W_1 Z + b_1 1^T - a_1, e_d1j = W_1(:, j) 1^T - d_1j, and for l = 2..L-1
+e_al, e_dlj, e_qlj = the engine's layer map of (a, d, q)_{l-1} minus (a, d, q)_l (q_1 = 0).
+Summing the omega * D(n,n)^2 of the terms that share a constraint gives one per-sample weight rho per
+constraint, and every omega carries ||W_L||_F^2, so
+
+    N * J_S = ||r||^2 + ||W_L||_F^2 * P,   P = sum_n sum_c rho_c[n] E_c[n]
+
+with E_c[n] = ||e_c[:, n]||^2.  P is the lambda of the W_L ridge step (docs/paper-notes.md: the paper's
+lambda misses a |K-hat|^2 factor).  rho comes from lysep_weights.weights_from (a backward pass over the
+layers; at L = 3 the paper's omega D^2, see docs/lysep.md).
+
+Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N).  Variable names: W1..WL, b1..bL,
+a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from lysep_cli.numerics import channels as ch_engine
+from lysep_cli.numerics.activation import SIGMA, SigmaValues
+from lysep_cli.numerics.channels import ChannelPlan, Fit, Layer
+from lysep_cli.numerics.network import Params, forward
+from lysep_cli.numerics.problems import OperatorCoefficients
+from lysep_cli.solvers.lysep.weights import Norms, Weights, penalty_from, weight_partials, weights_from
+
+WeightMode = Literal["frozen", "through"]
+
+
+@dataclass(frozen=True)
+class LySepData:
+    """Training data with the coefficient constants of the weights.
+
+    Z (n_in, N); K (N,); Kd (n_in, N) the K_j; Kh (n_in, N) the K-hat_j; S index array of the
+    second-derivative channels; Y (N,); k, kj, hj the squared sup norms |K|^2, |K_j|^2, |K-hat_j|^2;
+    plan: the channel engine's plan with one group per q_j (LySep's q_j are separate variables).
+    """
+
+    Z: np.ndarray
+    K: np.ndarray
+    Kd: np.ndarray
+    Kh: np.ndarray
+    S: np.ndarray
+    Y: np.ndarray
+    k: float
+    kj: np.ndarray
+    hj: np.ndarray
+    plan: ChannelPlan
+
+    @classmethod
+    def build(cls, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray) -> "LySepData":
+        S = np.flatnonzero(coef.second)
+        sup2 = lambda A: np.max(np.abs(A), axis=-1) ** 2  # noqa: E731  |.|_inf^2 over the N points
+        hj = np.where(coef.second, sup2(coef.K2), 0.0)
+        return cls(Z, coef.K, coef.K1, coef.K2, S, Y, float(sup2(coef.K)), sup2(coef.K1), hj,
+                   ChannelPlan.build(coef, grouped=False))
+
+    @property
+    def N(self) -> int:
+        return self.Z.shape[1]
+
+
+def variable_names(L: int) -> list[str]:
+    """Every variable of the depth-L model: W_l, b_l (l = 1..L), a_l, d_l (l = 1..L-1), q_l (l = 2..L-1)."""
+    names = [f"{x}{l}" for l in range(1, L + 1) for x in ("W", "b")]
+    names += [f"{x}{l}" for l in range(1, L) for x in ("a", "d")]
+    return names + [f"q{l}" for l in range(2, L)]
+
+
+def _sources(key: tuple, L: int) -> tuple[str, ...]:
+    """The variables a cached value depends on."""
+    kind, l = key
+    if kind == "fit":
+        return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
+    if kind == "wt":  # the norms of Norms: W_1..W_{L-1}, d_1..d_{L-1}, q_2..q_{L-1}
+        return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
+    return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
+
+
+class LySepState:
+    """All variables of the depth-L LySep model, by name (``st.W1``, ``st.a2``, ``st.q2``, ``st.b3``):
+
+    W1 (M, n_in), W_l (M, M), W_L (1, M); b_l (M,), b_L float; a_l (M, N); d_l (n_in, M, N) the d_li
+    stacked; q_l (|S|, M, N) for l = 2..L-1 (q_1i = 0).  sigma^(k)(a_l), the per-sample norms and B are
+    cached once per value of the variables they depend on.
+    """
+
+    def __init__(self, L: int, v: dict, plan: ChannelPlan, cache: dict | None = None):
+        if L < 2:
+            raise ValueError(f"LySep needs L >= 2 (one hidden layer at least); got L = {L}")
+        self.L, self.v, self._plan = L, v, plan
+        self._cache: dict = {} if cache is None else cache
+
+    def __getattr__(self, name: str):
+        v = self.__dict__.get("v")
+        if v is not None and name in v:
+            return v[name]
+        raise AttributeError(name)
+
+    @classmethod
+    def from_params(cls, params: Params, data: LySepData) -> "LySepState":
+        """Auxiliary variables at their exact forward values (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
+        L = len(params)
+        if L < 2:
+            raise ValueError(f"LySep needs L >= 2; got L = {L}")
+        ch = forward(params, data.Z)
+        v: dict = {}
+        for l, (W, b) in enumerate(params, start=1):
+            v[f"W{l}"], v[f"b{l}"] = W.copy(), b.copy()
+        v[f"b{L}"] = float(params[-1][1][0])
+        for l in range(1, L):
+            v[f"a{l}"] = ch.a[l - 1].copy()
+            v[f"d{l}"] = np.ascontiguousarray(ch.d[l - 1]) if l == 1 else ch.d[l - 1].copy()
+            if l >= 2:
+                v[f"q{l}"] = ch.q[l - 1][data.S].copy()
+        return cls(L, v, data.plan)
+
+    def params(self) -> Params:
+        L = self.L
+        out = [(self.v[f"W{l}"].copy(), self.v[f"b{l}"].copy()) for l in range(1, L)]
+        return out + [(self.v[f"W{L}"].copy(), np.array([self.v[f"b{L}"]]))]
+
+    def with_(self, **changes: np.ndarray) -> "LySepState":
+        """A new state with some variables replaced; cached values of unchanged variables are kept."""
+        unknown = set(changes) - set(self.v)
+        if unknown:
+            raise KeyError(f"unknown variable(s) {sorted(unknown)}")
+        cache = {k: c for k, c in self._cache.items() if not any(s in changes for s in _sources(k, self.L))}
+        return LySepState(self.L, {**self.v, **changes}, self._plan, cache)
+
+    def _cached(self, key: tuple, make):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    # sigma^(k)(a_l), computed once per value of a_l (sin and cos only).
+    def sig(self, l: int) -> SigmaValues:
+        return self._cached(("sig", l), lambda: SIGMA.values(self.v[f"a{l}"]))
+
+    # Per-sample squared norms ||d_li[n]||^2 (n_in, N) and ||q_li[n]||^2 (|S|, N).
+    def nd(self, l: int) -> np.ndarray:
+        return self._cached(("nd", l), lambda: np.einsum("jmn,jmn->jn", self.v[f"d{l}"], self.v[f"d{l}"]))
+
+    def nq(self, l: int) -> np.ndarray:
+        return self._cached(("nq", l), lambda: np.einsum("jmn,jmn->jn", self.v[f"q{l}"], self.v[f"q{l}"]))
+
+    def layer(self, l: int) -> Layer:
+        """(a_l, d_l, q_l) as an engine layer (q_1 = 0: Q None)."""
+        return Layer(self.v[f"a{l}"], self.sig(l), self.v[f"d{l}"], self.v[f"q{l}"] if l >= 2 else None)
+
+    @property
+    def fit(self) -> Fit:
+        """B of `eq:GD_W3` (and its sums U, V) at (a_{L-1}, d_{L-1}, q_{L-1}); W_L, b_L do not enter."""
+        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(self.layer(self.L - 1), self._plan))
+
+    def norms(self) -> Norms:
+        """The squared norms the self-adaptive weights depend on."""
+        L = self.L
+        return Norms(L, {l: float(np.sum(self.v[f"W{l}"] * self.v[f"W{l}"])) for l in range(2, L)},
+                     np.sum(self.W1 * self.W1, axis=0), {l: self.nd(l) for l in range(1, L)},
+                     {l: self.nq(l) for l in range(2, L)})
+
+    @property
+    def w_out(self) -> float:
+        """||W_L||_F^2, the factor every penalty weight carries."""
+        W = self.v[f"W{self.L}"]
+        return float(np.sum(W * W))
+
+
+def constraint_names(L: int) -> tuple[str, ...]:
+    """The constraint groups: a_l, d_l (l = 1..L-1), q_l (l = 2..L-1)."""
+    return tuple(f"{x}{l}" for l in range(1, L) for x in ("a", "d")) + tuple(f"q{l}" for l in range(2, L))
+
+
+@dataclass
+class Terms:
+    """Constraint residuals e[name] (same shapes as the variables), their per-sample squares E, and r (N,)."""
+
+    e: dict[str, np.ndarray]
+    r: np.ndarray
+    _E: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def __getattr__(self, name: str):
+        if name.startswith("e_") and "e" in self.__dict__ and name[2:] in self.__dict__["e"]:
+            return self.__dict__["e"][name[2:]]
+        raise AttributeError(name)
+
+    def E(self, name: str) -> np.ndarray:
+        """Per-sample squared norms of e_name, shape (N,) or (n_in, N); computed once per residual."""
+        if name not in self._E:
+            e = self.e[name]
+            self._E[name] = np.einsum("...mn,...mn->...n", e, e)
+        return self._E[name]
+
+    def replace(self, _E: dict | None = None, **changes: np.ndarray) -> "Terms":
+        """New terms with some residuals ("e_a1", .., "r") replaced; ``_E``: the squares to keep
+        (default: those of the unchanged residuals)."""
+        e = dict(self.e)
+        r = changes.pop("r", self.r)
+        for k, v in changes.items():
+            e[k[2:]] = v
+        if _E is None:
+            _E = {k: v for k, v in self._E.items() if "e_" + k not in changes}
+        return Terms(e, r, _E)
+
+
+def affects(block: str, L: int) -> tuple[str, ...]:
+    """The groups of terms a variable block touches ("fit": r)."""
+    x, l = block[0], int(block[1:])
+    if x == "W" and l == L or x == "b" and l == L:
+        return ("fit",)
+    if x == "W":
+        return ("a1", "d1") if l == 1 else (f"a{l}", f"d{l}", f"q{l}")
+    if x == "b":
+        return (f"a{l}",)
+    nxt = ("fit",) if l == L - 1 else {"a": (f"a{l + 1}", f"d{l + 1}", f"q{l + 1}"),
+                                       "d": (f"d{l + 1}", f"q{l + 1}"), "q": (f"q{l + 1}",)}[x]
+    return (block,) + nxt
+
+
+def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
+    """B of `eq:GD_W3`, shape (M, N) (the channel engine's fit matrix at the last hidden layer)."""
+    return st.fit.B
+
+
+def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
+    """The constraint residual e_name (or r for "fit"): the engine's layer map applied to the auxiliary
+    variables of layer l-1, minus those of layer l (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
+    if name == "fit":
+        L = st.L
+        r = st.v[f"W{L}"][0] @ st.fit.B
+        r += st.v[f"b{L}"] * data.K
+        r -= data.Y
+        return r
+    x, l = name[0], int(name[1:])
+    if name == "a1":
+        return st.W1 @ data.Z + st.b1[:, None] - st.a1
+    if name == "d1":
+        return st.W1.T[:, :, None] - st.d1
+    W, prev = st.v[f"W{l}"], st.layer(l - 1)
+    if x == "a":
+        e = ch_engine.propagate_a(W, st.v[f"b{l}"], prev)
+    elif x == "d":
+        e = ch_engine.propagate_d(W, prev, data.plan)
+    elif x == "q":
+        e = ch_engine.propagate_Q(W, prev, data.plan)
+    else:
+        raise KeyError(name)
+    e -= st.v[name]
+    return e
+
+
+def compute_terms(st: LySepState, data: LySepData) -> Terms:
+    return Terms({n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data))
+
+
+def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData) -> Terms:
+    """Terms after ``block`` changed: only the groups it touches are recomputed."""
+    groups = affects(block, st.L)
+    e = dict(terms.e)
+    r = terms.r
+    for name in groups:
+        if name == "fit":
+            r = compute_group("fit", st, data)
+        else:
+            e[name] = compute_group(name, st, data)
+    return Terms(e, r, {k: v for k, v in terms._E.items() if k not in groups})
+
+
+def weights(st: LySepState, data: LySepData) -> Weights:
+    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint, any L.
+
+    Cached on the state (a state belongs to one data set): recomputed only when W_l, d_l or q_l change.
+    """
+    return st._cached(("wt", 0), lambda: weights_from(data, st.norms()))
+
+
+def penalty(terms: Terms, wt: Weights) -> float:
+    """P = (penalty part of N * J_S) / ||W_L||_F^2, the lambda of the W_L ridge system."""
+    return penalty_from(terms.E, wt)
+
+
+@dataclass
+class LossParts:
+    J_S: float
+    fit: float  # (1/N) ||r||^2
+    penalty: float  # (1/N) ||W_L||^2 P
+    P: float
+
+
+def lysep_loss(st: LySepState, data: LySepData, terms: Terms | None = None) -> LossParts:
+    """J_S and its parts.  With exact auxiliary variables J_S = J (Theorem 2.2)."""
+    terms = compute_terms(st, data) if terms is None else terms
+    P = penalty(terms, weights(st, data))
+    return loss_parts(terms.r, P, st.w_out, data.N)
+
+
+def loss_parts(r: np.ndarray, P: float, w3: float, N: int) -> LossParts:
+    """J_S = (1/N) ||r||^2 + (1/N) ||W_L||^2 P, the one formula every evaluation uses (so that equal
+    inputs give bit-equal J_S, whichever path computed them)."""
+    fit = float(r @ r) / N
+    pen = w3 * P / N
+    return LossParts(fit + pen, fit, pen, P)
+
+
+# ------------------------------------------------------------------------------------------------
+# Gradients.  "frozen": omega and D recomputed from the current variables and held fixed while
+# differentiating.  "through": also differentiated through omega and D (lysep_weights.weight_partials).
+
+
+def gradient_blocks(L: int) -> tuple[str, ...]:
+    """The gradient blocks in Algorithm 1's order: W_l, a_l, d_l (and q_l, l >= 2) per hidden layer."""
+    out: list[str] = []
+    for l in range(1, L):
+        out += [f"W{l}", f"a{l}", f"d{l}"] + ([f"q{l}"] if l >= 2 else [])
+    return tuple(out)
+
+
+def _rho(wt: Weights, x: str, l: int) -> np.ndarray:
+    """rho of constraint x_l shaped to multiply its residual (M, N) or (n, M, N)."""
+    if x == "a":
+        return wt.rho_a[l]
+    return (wt.rho_d if x == "d" else wt.rho_q)[l][:, None, :]
+
+
+def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: WeightMode = "frozen",
+             wt: Weights | None = None) -> np.ndarray:
+    """dJ_S / d(block), same shape as the block's variable.  Blocks: :func:`gradient_blocks`."""
+    wt = weights(st, data) if wt is None else wt
+    L, N = st.L, data.N
+    c = 2.0 / N
+    w3 = st.w_out
+    cw = c * w3
+    x, l = block[0], int(block[1:])
+    if block == "W1":
+        g = cw * ((wt.rho_a[1] * terms.e["a1"]) @ data.Z.T
+                  + np.sum(wt.rho_d[1][:, None, :] * terms.e["d1"], axis=2).T)
+    elif x == "W" and l < L:
+        # Reverse step through the layer map (a, d, q)_{l-1} -> (a, d, q)_l seeded with the weighted residuals.
+        ga, gd, gq = (wt.rho_a[l] * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
+                      _rho(wt, "q", l) * terms.e[f"q{l}"])
+        g = ch_engine.weight_gradient(ga, gd, gq, st.layer(l - 1), data.plan)
+        g *= cw
+    elif x in "adq" and l < L - 1:
+        # Through layer l+1's constraints: the engine's input adjoints seeded with the weighted residuals.
+        m = l + 1
+        ga, gd, gq = (wt.rho_a[m] * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
+                      _rho(wt, "q", m) * terms.e[f"q{m}"])
+        adj = ch_engine.input_adjoints(st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
+                                       outputs=({"a": "a", "d": "d", "q": "Q"}[x],))
+        del ga, gd, gq
+        g = adj["adq".index(x)]
+        g -= _rho(wt, x, l) * terms.e[block]
+        g *= cw
+    elif x in "adq" and l == L - 1:
+        # Through the fit term: the engine's adjoints of B seeded with G = W_L^T r.
+        G = st.v[f"W{L}"][0][:, None] * terms.r[None, :]
+        channel = {"a": "a", "d": "d", "q": "Q"}[x]
+        adj = ch_engine.fit_adjoints(G, st.layer(l), data.plan, st.fit, channels=(channel,))[channel]
+        g = adj
+        g *= c
+        g -= (cw * _rho(wt, x, l)) * terms.e[block]
+    else:
+        raise KeyError(block)
+    if mode == "through" and x in "Wdq":
+        wp = weight_partials(data, wt, terms.E)
+        f = w3 / N
+        if block == "W1":
+            g = g + f * 2.0 * st.W1 * wp.dw1[None, :]
+        elif x == "W":
+            g = g + f * 2.0 * wp.dw[l] * st.v[block]
+        elif x == "d":
+            g = g + f * 2.0 * st.v[block] * wp.dn[l][:, None, :]
+        else:
+            g = g + f * 2.0 * st.v[block] * wp.dnq[l][:, None, :]
+    return g

@@ -1,0 +1,82 @@
+"""Closed-form LySep updates, any depth L: b_l (`eq:GD_b1`, `eq:GD_b2`), W_L (`eq:GD_W3`), b_L (`eq:GD_b3`).
+
+All are least-squares problems; they are solved with stable routines (weighted means, and
+scipy.linalg.lstsq on the stacked ridge system), never with an explicit inverse or normal equations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState, Terms, Weights, fit_matrix, penalty
+
+
+def solve_b(l: int, st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
+    """`eq:GD_b1`, `eq:GD_b2` at layer l < L: b_l = sum_n rho_al(n) (a_l - W_l A_l)[:, n] / sum_n rho_al(n),
+    shape (M,), with A_1 = Z, A_l = sigma(a_{l-1}).
+
+    rho_al(n) sums omega * D(n,n)^2 over the penalties of a_l's constraint (a weighted least-squares mean).
+    """
+    w = wt.rho_a[l]
+    A = data.Z if l == 1 else st.sig(l - 1).s0
+    return (st.v[f"a{l}"] - st.v[f"W{l}"] @ A) @ w / np.sum(w)
+
+
+def solve_b1(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
+    """`eq:GD_b1` (:func:`solve_b` at l = 1)."""
+    return solve_b(1, st, data, wt)
+
+
+def solve_b2(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
+    """`eq:GD_b2` (:func:`solve_b` at l = 2)."""
+    return solve_b(2, st, data, wt)
+
+
+@dataclass
+class W3Solution:
+    W3: np.ndarray  # (1, M): W_L
+    b3: float | None  # b_L, set by the joint solve only
+    lam: float  # lambda = P
+    cond: float  # 2-norm condition number of the stacked system (nan unless with_cond)
+
+
+def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: bool = False,
+             rcond: float | None = None, with_cond: bool = False) -> W3Solution:
+    """`eq:GD_W3` for W_L: W_L [sqrt(lambda) I, B] = [0, Y - K b_L] in the least-squares sense.
+
+    lambda = P = (penalty part of N J_S) / ||W_L||^2 is computed directly from the rho weights, never
+    by dividing by ||W_L||^2, so W_L = 0 is not a trap (the system stays well posed and its solution
+    is non-zero unless B (Y - K b_L) = 0).  With ``joint`` the unknown is [W_L, b_L] (b_L not
+    regularised): one least-squares solve instead of the paper's W_L-then-b_L pair.
+    """
+    B = fit_matrix(st, data)  # (M, N)
+    M = B.shape[0]
+    lam = penalty(terms, wt)
+    reg = np.sqrt(lam) * np.eye(M)
+    if joint:
+        A = np.block([[B.T, data.K[:, None]], [reg, np.zeros((M, 1))]])
+        rhs = np.concatenate([data.Y, np.zeros(M)])
+    else:
+        A = np.vstack([B.T, reg])
+        rhs = np.concatenate([data.Y - st.v[f"b{st.L}"] * data.K, np.zeros(M)])
+    # QR with column pivoting (gelsy); the SVD for the condition number only when asked (it costs more).
+    x = scipy.linalg.lstsq(A, rhs, cond=rcond, lapack_driver="gelsy")[0]
+    cond = float(np.linalg.cond(A)) if with_cond else float("nan")
+    if joint:
+        return W3Solution(x[:M][None, :], float(x[M]), lam, cond)
+    return W3Solution(x[None, :], None, lam, cond)
+
+
+solve_WL = solve_W3
+
+
+def solve_b3(st: LySepState, data: LySepData) -> float:
+    """`eq:GD_b3` for b_L: K * b_L 1^T = Y - W_L B in the least-squares sense."""
+    t = data.Y - (st.v[f"W{st.L}"] @ fit_matrix(st, data))[0]
+    return float(data.K @ t / (data.K @ data.K))
+
+
+solve_bL = solve_b3

@@ -1,0 +1,250 @@
+"""The self-adaptive weights of J_S for any depth L >= 2, their partial derivatives, and Theorem 2.1's constant.
+
+Derivation: docs/lysep-depth.md.  Per sample n and input channel i, the errors of the exact channels
+(hat) against the auxiliary ones, R_l = a-hat_l - a_l, S_li = d-hat_li - d_li, dq_li = q-hat_li - q_li,
+T_li = sigma'(a-hat_l) d-hat_li - sigma'(a_l) d_li and dP_li = (sigma'' d^2 + sigma' q)-hat - (..) obey
+
+    R_l  <= C_s ||W_l|| R_{l-1} + |e_al|                     S_li <= ||W_l|| T_{l-1,i} + |e_dli|
+    T_li <= B' S_li + C' |d_li| R_l                          dq_li <= ||W_l|| dP_{l-1,i} + |e_qli|
+    dP_li <= B''(|d-hat_li| + |d_li|) S_li + (C''|d-hat_li||d_li| + C'|q_li|) R_l + B' dq_li
+
+(R_1 = |e_a1|, S_1i = |e_d1i|, q_1i = 0, |d-hat_li| <= B'^(l-1) ||W_l||..||W_2|| ||W_1(:,i)||), and the
+PINN residual differs from the fitting term of J_S by at most
+
+    |K| ||W_L|| C_s R_{L-1} + sum_i |K_i| ||W_L|| T_{L-1,i} + sum_{i in S} |K-hat_i| ||W_L|| dP_{L-1,i}.
+
+Expanded, every right-hand side is a sum of monomials (constant) x (product of norms) x |e_c|.  The
+weight rho_c of constraint c (without the common ||W_L||^2) is the sum over the monomials with e_c of
+(product of norms)^2, and Theorem 2.1's constant C_L is max over the output terms of
+(largest constant)^2 x (number of monomials).  Because rho is linear in the output coefficients
+k = |K|^2, k_i = |K_i|^2, h_i = |K-hat_i|^2, it is computed by one backward pass over the layers
+(:func:`weights_from`); at L = 3 it gives the paper's omega D^2 of `eq:Js-elliptic` exactly.
+
+With squared norms w_l = ||W_l||_F^2 (l = 2..L-1), w1_i = ||W_1(:,i)||^2, n_li = ||d_li[n]||^2,
+nq_li = ||q_li[n]||^2, dh_li = w_l .. w_2 w1_i, the pass from l = L-1 down to 1 is
+
+    gS_l = gT_l + gP_l (dh_l + n_l)                              (gP_l = 0 outside S)
+    gR_l = gRin_l + sum_i gT_l n_l + sum_{i in S} gP_l (dh_l n_l + nq_l)
+    rho_al = gR_l,  rho_dl = gS_l,  rho_ql = gP_l,
+    gT_{l-1} = w_l gS_l,  gP_{l-1} = w_l gP_l,  gRin_{l-1} = w_l gR_l,
+
+from gT_{L-1} = k_i, gP_{L-1} = h_i, gRin_{L-1} = k.  Shapes: (N,) for a, (n_in, N) for d, (|S|, N) for q
+(the top layer's rho_q = h_i is kept as (|S|, 1)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lysep_cli.numerics.activation import SIGMA
+
+
+@dataclass
+class Norms:
+    """The squared norms the weights depend on.  w: {l: ||W_l||_F^2} for l = 2..L-1; w1 (n_in,);
+    nd: {l: (n_in, N)} for l = 1..L-1; nq: {l: (|S|, N)} for l = 2..L-1."""
+
+    L: int
+    w: dict[int, float]
+    w1: np.ndarray
+    nd: dict[int, np.ndarray]
+    nq: dict[int, np.ndarray]
+
+
+@dataclass
+class Weights:
+    """Per-sample penalty weights rho (without the ||W_L||^2 factor) of every constraint, by layer."""
+
+    rho_a: dict[int, np.ndarray]  # l = 1..L-1: (N,)
+    rho_d: dict[int, np.ndarray]  # l = 1..L-1: (n_in, N)
+    rho_q: dict[int, np.ndarray]  # l = 2..L-1: (|S|, N), (|S|, 1) at l = L-1
+    norms: Norms
+    tape: dict[int, tuple] | None = None  # the pass's intermediates (gT, gP) per layer, for the partials
+
+    @property
+    def L(self) -> int:
+        return self.norms.L
+
+
+def derivative_bounds(norms: Norms) -> dict[int, np.ndarray]:
+    """dh_l = w_l .. w_2 w1 (n_in,): the squared bound of |d-hat_li| without B'^(l-1)."""
+    dh = {1: norms.w1}
+    for l in range(2, norms.L):
+        dh[l] = norms.w[l] * dh[l - 1]
+    return dh
+
+
+def weights_from(data, norms: Norms) -> Weights:
+    """The rho of every constraint by the backward pass (module docstring); ``data`` a LySepData.
+
+    At L = 3 the same polynomials are summed in the paper's grouping (:func:`_paper_grouping`), so that
+    the paper's depth keeps its numbers bit for bit (a diverging fixed-step run amplifies a reordered
+    sum to 1e-11 in four sweeps); tests check that both orders agree to round-off.
+    """
+    wt = _backward_pass(data, norms)
+    if norms.L == 3:
+        _paper_grouping(data, wt)
+    return wt
+
+
+def _paper_grouping(data, wt: Weights) -> None:
+    """rho at L = 3 summed as omega D^2 of `eq:Js-elliptic` (D_a2^1^2 = A2, D_a1^1^2 = A1); in place."""
+    nm = wt.norms
+    k, kj, hj = data.k, data.kj[:, None], data.hj[:, None]
+    w2, w1c, n1, n2, nq = nm.w[2], nm.w1[:, None], nm.nd[1], nm.nd[2], nm.nq[2]
+    hS = data.hj[data.S]
+    A2 = k + np.sum(kj * n2, 0) + hS @ nq  # D_a2^1(n,n)^2
+    A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)  # D_a1^1(n,n)^2
+    wt.rho_a[1] = w2 * A1 + np.sum(w1c * hj * (w2 * n1 + w2 * w2 * (n1 + n2)), 0)
+    wt.rho_a[2] = A2 + w2 * np.sum(w1c * hj * n2, 0)
+    wt.rho_d[1] = hj * w1c * (w2 + w2 * w2) + w2 * (kj + hj * (n1 + n2))
+    wt.rho_d[2] = kj + hj * n2 + hj * w2 * w1c
+
+
+def _backward_pass(data, norms: Norms) -> Weights:
+    """The backward pass over the layers (module docstring), any L >= 2."""
+    S, L = data.S, norms.L
+    dh = derivative_bounds(norms)
+    gT = data.kj[:, None]
+    gP = data.hj[S][:, None]
+    gR = data.k
+    rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
+    for l in range(L - 1, 0, -1):  # loop over the layers, output side first
+        n = norms.nd[l]
+        dhS = dh[l][S][:, None]
+        gS = gT + np.zeros_like(n)
+        gS[S] += gP * (dhS + n[S])
+        second = dhS * n[S]
+        if l >= 2:
+            second = second + norms.nq[l]
+        gRl = gR + np.sum(gT * n, 0) + np.sum(gP * second, 0)
+        tape[l] = (gT, gP, gS, gRl)
+        rho_a[l], rho_d[l] = gRl, gS
+        if l >= 2:
+            rho_q[l] = gP
+            w = norms.w[l]
+            gT, gP, gR = w * gS, w * gP, w * gRl
+    return Weights(rho_a, rho_d, rho_q, norms, tape)
+
+
+def penalty_from(E, wt: Weights) -> float:
+    """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..)."""
+    L = wt.L
+    Pa = wt.rho_a[1] @ E("a1")
+    for l in range(2, L):
+        Pa = Pa + wt.rho_a[l] @ E(f"a{l}")
+    Pd = np.sum(wt.rho_d[1] * E("d1"))
+    for l in range(2, L):
+        Pd = Pd + np.sum(wt.rho_d[l] * E(f"d{l}"))
+    P = Pa
+    P += Pd
+    for l in range(2, L):
+        rho, Eq = wt.rho_q[l], E(f"q{l}")
+        P += rho[:, 0] @ np.sum(Eq, axis=-1) if rho.shape[1] == 1 else np.sum(rho * Eq)
+    return float(P)
+
+
+@dataclass
+class WeightPartials:
+    """dP/d(norms) of P = sum_c <rho_c, E_c>: dw {l: float} (l = 2..L-1), dw1 (n_in,), dn {l: (n_in, N)},
+    dnq {l: (|S|, N)}."""
+
+    dw: dict[int, float]
+    dw1: np.ndarray
+    dn: dict[int, np.ndarray]
+    dnq: dict[int, np.ndarray]
+
+
+def weight_partials(data, wt: Weights, E) -> WeightPartials:
+    """The adjoint of :func:`weights_from` seeded with the squared residuals E(name): layers 1 .. L-1."""
+    S, L, norms = data.S, wt.L, wt.norms
+    dh = derivative_bounds(norms)
+    n_in = data.kj.size
+    lamT = lamP = lamR = None
+    dw, dn, dnq, ddh = {}, {}, {}, {}
+    for l in range(1, L):  # the reverse of the weights' pass: input side first
+        gT, gP, gS, gRl = wt.tape[l]
+        n = norms.nd[l]
+        lS = np.array(E(f"d{l}"), dtype=float)
+        lR = np.array(E(f"a{l}"), dtype=float)
+        lP = np.zeros_like(gP * n[S])
+        if l >= 2:
+            w = norms.w[l]
+            lS += w * lamT
+            lR += w * lamR
+            lP += E(f"q{l}") + w * lamP
+            dw[l] = float(np.sum(gS * lamT) + np.sum(gP * lamP) + np.sum(gRl * lamR))
+        dhS = dh[l][S][:, None]
+        gP_full = np.zeros((n_in,) + n.shape[1:])
+        gP_full[S] = gP
+        second = dhS * n[S] + (norms.nq[l] if l >= 2 else 0.0)
+        lamT = lS + lR[None, :] * n
+        lamP = lP + lS[S] * (dhS + n[S]) + lR[None, :] * second
+        lamR = lR
+        dn[l] = lR[None, :] * (gT + gP_full * dh[l][:, None]) + lS * gP_full
+        if l >= 2:
+            dnq[l] = lR[None, :] * gP
+        d = np.zeros(n_in)
+        d[S] = np.sum(lS[S] * gP + lR[None, :] * gP * n[S], axis=1)
+        ddh[l] = d
+    for l in range(L - 1, 1, -1):  # dh_l = w_l dh_{l-1}
+        dw[l] += float(ddh[l] @ dh[l - 1])
+        ddh[l - 1] = ddh[l - 1] + norms.w[l] * ddh[l]
+    return WeightPartials(dw, ddh[1], dn, dnq)
+
+
+# ------------------------------------------------------------------------------------------------
+# Theorem 2.1 for any L: the constant C_L.
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A bound expanded into monomials: how many, and the largest constant among them."""
+
+    count: int
+    c: float
+
+    def times(self, *factors: float) -> "_Bound":
+        """Multiplied by a sum of monomials with the given constants."""
+        return _Bound(self.count * len(factors), self.c * max(factors))
+
+    def __add__(self, other: "_Bound") -> "_Bound":
+        return _Bound(self.count + other.count, max(self.c, other.c))
+
+
+def monomial_counts(L: int, constants: tuple[float, ...] | None = None) -> dict[str, _Bound]:
+    """The expanded bounds of the three output terms: "R" (C_s R_{L-1}), "T" (T_{L-1,i}), "P" (dP_{L-1,i})."""
+    Cs, C1, C2, B1, B2 = SIGMA.constants if constants is None else constants
+    e = _Bound(1, 1.0)  # one constraint residual |e_c|
+    R, S = e, e
+    T = S.times(B1) + R.times(C1)
+    P = S.times(B2, B2) + R.times(C2)  # q_1 = 0: no sigma' q term, no dq term
+    for l in range(2, L):  # loop over the layers
+        R = R.times(Cs) + e
+        S = T + e
+        T = S.times(B1) + R.times(C1)
+        dq = P + e
+        dhc = B1 ** (l - 1)
+        P = S.times(B2 * dhc, B2) + R.times(C2 * dhc, C1) + dq.times(B1)
+    return {"R": R.times(Cs), "T": T, "P": P}
+
+
+def theorem_constant(L: int = 3, C_s: float = 1.0, C_s1: float = 1.0, C_s2: float = 1.0, B_s1: float = 1.0,
+                     B_s2: float = 1.0, second: bool = True) -> float:
+    """C_L = max{1, c_X^2 #X over the output terms X} (docs/lysep-depth.md); sigma = sin: 3, 14, 33, 62 at
+    L = 2, 3, 4, 5, i.e. (L-1) L (L+4) / 3 + L - 3.  ``second``: the problem has second derivatives."""
+    b = monomial_counts(L, (C_s, C_s1, C_s2, B_s1, B_s2))
+    return max([1.0] + [x.c**2 * x.count for k, x in b.items() if second or k != "P"])
+
+
+def paper_constant(C_s: float = 1.0, C_s1: float = 1.0, C_s2: float = 1.0, B_s1: float = 1.0,
+                   B_s2: float = 1.0) -> float:
+    """The paper's C = max{1, 2 C_sigma^2, 2 C_sigma^4, 5 C_1^2, 14 C_2^2} of Theorem 2.1 (L = 3; 14 for sin).
+
+    Its C_2 omits the C_sigma that the R_2 term of dP_2 carries (docs/lysep-depth.md); equal for sin.
+    """
+    C1 = max(B_s1 * max(1.0, B_s1), C_s1 * max(1.0, B_s1, C_s))
+    C2 = max(B_s2 * max(1.0, B_s1, C_s1, B_s1**2, B_s1 * C_s1), max(1.0, C_s1) * max(C_s1, B_s1 * C_s2))
+    return max(1.0, 2 * C_s**2, 2 * C_s**4, 5 * C1**2, 14 * C2**2)

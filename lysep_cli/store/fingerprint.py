@@ -1,0 +1,94 @@
+"""The platform fingerprint every record carries (its ``versions``): what decides a run's last bits.
+
+Keys (all strings; a record made before a key existed lacks it and reads as "unrecorded")::
+
+    machine      CPU model and count (for the timings; the bits do not depend on it)
+    numpy_simd   NumPy's dispatch targets in use, e.g. "X86_V3" (lysep_cli/platform_pin.py)
+    blas         the BLAS libraries and versions (NumPy's and SciPy's OpenBLAS)
+    blas_core    the kernel they run, e.g. "Haswell"
+    numpy, scipy, python, lysep    versions
+    numerics     the numerics id: sha256 (16 hex digits) of the modules that compute a run
+
+Two runs of the same (spec, solver, L, M, seed, iterations) are bit-identical when every key of
+:data:`EXACT_KEYS` is recorded and equal on both (docs/reproducibility.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Mapping
+
+from lysep_cli.platform_pin import cpu_model
+
+#: the modules a run's numbers come from (the data set has its own hash in each record)
+NUMERIC_SOURCES = ("solvers/*.py", "channels.py", "activation.py", "network.py", "problems.py",
+                   "sampling.py", "dataset.py", "metrics.py")
+
+#: the keys that fix a run's bits; the CPU model is not one of them
+EXACT_KEYS = ("numerics", "numpy_simd", "blas", "blas_core", "numpy", "scipy", "python")
+UNRECORDED = "unrecorded"
+
+
+@lru_cache(maxsize=1)
+def numerics_id() -> str:
+    """sha256 over the modules that compute a run (:data:`NUMERIC_SOURCES`), 16 hex digits: a change to
+    the command line or the reports leaves it alone."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for path in sorted({p for pattern in NUMERIC_SOURCES for p in root.glob(pattern)}):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def numpy_simd() -> str:
+    """NumPy's dispatch targets that run on this machine now (after NPY_DISABLE_CPU_FEATURES), e.g.
+    "X86_V3" or "X86_V3,X86_V4,AVX512_ICL"; "baseline" when none does."""
+    try:
+        from numpy._core import _multiarray_umath as umath  # NumPy 2
+    except ImportError:  # pragma: no cover - NumPy 1.x
+        from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
+    features = getattr(umath, "__cpu_features__", {})
+    used = [t for t in getattr(umath, "__cpu_dispatch__", []) if features.get(t)]
+    return ",".join(used) or "baseline"
+
+
+def fingerprint() -> dict[str, str]:
+    """This process's fingerprint (the keys of the module docstring)."""
+    import numpy as np
+    import scipy
+    from threadpoolctl import threadpool_info
+
+    out = {"machine": f"{cpu_model()}, {os.cpu_count()} CPUs", "numpy": np.__version__,
+           "scipy": scipy.__version__, "python": platform.python_version(), "numpy_simd": numpy_simd(),
+           "numerics": numerics_id()}
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if blas:  # NumPy's and SciPy's own OpenBLAS: both should say the pinned kernel
+        out["blas"] = ", ".join(sorted({f"{i.get('internal_api', '?')} {i.get('version', '?')}" for i in blas}))
+        out["blas_core"] = ",".join(sorted({str(i.get("architecture", "?")) for i in blas}))
+    try:
+        out["lysep"] = metadata.version("lysep")
+    except metadata.PackageNotFoundError:
+        pass
+    return out
+
+
+def differing(old: Mapping[str, str], new: Mapping[str, str],
+              keys: tuple[str, ...] = EXACT_KEYS + ("machine",)) -> list[str]:
+    """``key: old -> new`` for each key whose values differ or are unrecorded on one side."""
+    out = []
+    for key in keys:
+        a, b = old.get(key, UNRECORDED), new.get(key, UNRECORDED)
+        if a != b:
+            out.append(f"{key}: {a} -> {b}")
+    return out
+
+
+def same_platform(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
+    """Whether every key of :data:`EXACT_KEYS` is recorded on both and equal: bits must then agree."""
+    return all(key in old and key in new and old[key] == new[key] for key in EXACT_KEYS)

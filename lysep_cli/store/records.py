@@ -1,0 +1,326 @@
+"""Run records and data sets on disk: one JSON + one NPZ per (experiment, solver, L, M, seed).
+
+Layout::
+
+    <results>/<experiment>/data.npz                               train, test (N x n_in)
+    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.json       the record (lysep_cli.store.schema)
+    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.npz        W1, b1, ..., WL, bL (paper shapes),
+                                                                  history_J, history_J_S (float64)
+
+The histories (2001 values per series for a 2000-iteration run) live in the NPZ as float64 arrays
+(NaN for a non-finite value): a third of the bytes of the same numbers written out in the JSON, and the
+same values bit for bit.  The JSON's ``history`` names the series (``{"J": "npz", "J_S": null}``).
+Records of schema 2 (histories written out in the JSON) are still read; :func:`compact_record`
+rewrites one in schema 3.
+
+Every file is written atomically (:mod:`lysep_cli.store.atomic`).  The NPZ is written first and the JSON
+last, so a run is complete exactly when its JSON exists; the JSON carries the sha256 of the NPZ's bytes,
+and :func:`read_record` refuses a record whose NPZ is missing or does not match.  NPZ files are written
+byte-deterministically (fixed zip timestamps), so the same network gives the same file and hash.
+Reading never raises for a bad file: :func:`load_records` returns the valid records and one problem
+line per file it could not use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from lysep_cli.numerics.dataset import ExperimentData, data_sha256, saved_arrays
+from lysep_cli.numerics.network import Params
+from lysep_cli.store import atomic
+from lysep_cli.store.schema import SCHEMA, RecordError, RunRecord
+
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+#: NPZ key of a history series: ``history_J``, ``history_J_S``.
+HISTORY_PREFIX = "history_"
+#: What the JSON of a schema-3 record holds in place of a series that lives in the NPZ.
+IN_NPZ = "npz"
+
+
+def cell_dir(results_dir: str | Path, experiment: str, solver: str, L: int, M: int) -> Path:
+    """The folder of the runs of one (experiment, solver, L, M)."""
+    return Path(results_dir) / experiment / solver / f"L{L}-M{M}"
+
+
+def record_paths(results_dir: str | Path, experiment: str, solver: str, L: int, M: int,
+                 seed: int) -> tuple[Path, Path]:
+    """(json_path, npz_path) of one run."""
+    base = cell_dir(results_dir, experiment, solver, L, M) / f"seed-{seed}"
+    return base.with_suffix(".json"), base.with_suffix(".npz")
+
+
+def data_path(results_dir: str | Path, experiment: str) -> Path:
+    return Path(results_dir) / experiment / "data.npz"
+
+
+# ---------------------------------------------------------------------------------------------
+# NPZ bytes and hashes.
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """The NPZ file of ``arrays`` as bytes, identical for identical arrays (no timestamps)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, arr in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_EPOCH)
+            info.external_attr = 0o644 << 16
+            with zf.open(info, "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def file_bytes(path: Path) -> int:
+    """Size of the file at ``path`` in bytes; 0 when it is missing or unreadable."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def params_to_arrays(params: Params) -> dict[str, np.ndarray]:
+    """{"W1": W_1, "b1": b_1, ..., "WL": W_L, "bL": b_L} with W_l (out, in), b_l (out,)."""
+    out: dict[str, np.ndarray] = {}
+    for l, (W, b) in enumerate(params, start=1):
+        out[f"W{l}"], out[f"b{l}"] = np.asarray(W), np.asarray(b)
+    return out
+
+
+def history_to_arrays(history: dict[str, list[float | None] | None]) -> dict[str, np.ndarray]:
+    """{"history_J": (n,) float64, ...} for every series that is not None; None entries become NaN."""
+    return {HISTORY_PREFIX + name: np.array([np.nan if x is None else x for x in series], dtype=np.float64)
+            for name, series in history.items() if series is not None}
+
+
+def run_npz_bytes(params: Params, history: dict[str, list[float | None] | None]) -> bytes:
+    """The NPZ of one run: its weights and its histories (what :func:`write_record` writes; the record's
+    ``weights_sha256`` is the sha256 of these bytes)."""
+    return npz_bytes({**params_to_arrays(params), **history_to_arrays(history)})
+
+
+def load_params(npz_path: str | Path) -> Params:
+    """The network saved by :func:`write_record`."""
+    with np.load(npz_path, allow_pickle=False) as z:
+        L = sum(1 for k in z.files if k.startswith("W"))
+        return [(z[f"W{l}"], z[f"b{l}"]) for l in range(1, L + 1)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Records.
+
+_NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.eE+-]*|null)(?:,\n\s*(?:-?[0-9][0-9.eE+-]*|null))*)\n\s*\]")
+
+
+def record_text(record: RunRecord) -> str:
+    """The record's JSON in schema 3: the histories replaced by ``"npz"`` (they are in the NPZ),
+    indented one level per key, a list of numbers on one line."""
+    obj = record.with_(schema=SCHEMA).to_json()
+    obj["history"] = {name: None if series is None else IN_NPZ for name, series in obj["history"].items()}
+    text = json.dumps(obj, indent=1, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda m: "[" + re.sub(r",\n\s*", ",", m.group(1)) + "]", text) + "\n"
+
+
+def write_record(results_dir: str | Path, record: RunRecord, params: Params) -> tuple[Path, Path]:
+    """Write the NPZ then the JSON of one run; if interrupted in between, neither is left behind.
+
+    ``record.weights_sha256`` must be the hash of the run's NPZ (:func:`run_npz_bytes` of ``params``
+    and ``record.history``; ``runner.execute`` sets it); ValueError (RecordError for an invalid
+    record) otherwise, before anything is written.
+    """
+    data = run_npz_bytes(params, record.history)
+    if sha256(data) != record.weights_sha256:
+        raise ValueError(f"{record.cell}: weights_sha256 does not match the parameters and history")
+    json_path, npz_path = record_paths(results_dir, *record.cell)
+    text = record_text(record)
+    _parse(json.loads(text), data)  # never write a record that would not read back
+    done = False
+    try:
+        atomic.write_bytes(npz_path, data)
+        atomic.write_text(json_path, text)
+        done = True
+    finally:
+        if not done:
+            for p in (json_path, npz_path):
+                try:
+                    p.unlink()
+                except FileNotFoundError:
+                    pass
+    return json_path, npz_path
+
+
+def read_record(json_path: str | Path) -> RunRecord:
+    """The validated record at ``json_path``: RecordError (one line) when the JSON does not parse or
+    validate, is not where its fields say, or its NPZ is missing or not the one it was written with."""
+    json_path = Path(json_path)
+    try:
+        text = json_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RecordError(f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise RecordError("not UTF-8 text") from None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise RecordError(f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise RecordError("not valid JSON (nested too deeply)") from None
+    npz_path = json_path.with_suffix(".npz")
+    try:
+        data: bytes | None = npz_path.read_bytes()
+    except OSError:
+        data = None
+    digest = None if data is None else sha256(data)
+    record = _parse(obj, data, npz_path.name, digest)
+    expected_json, _ = record_paths(json_path.parent.parent.parent.parent, *record.cell)
+    try:
+        elsewhere = expected_json.resolve() != json_path.resolve()
+    except (OSError, ValueError):  # a name the OS refuses (a NUL byte, ...): not where it was found
+        elsewhere = True
+    if elsewhere:
+        raise RecordError(f"record of {record.cell} found at another place")
+    if data is None:
+        raise RecordError(f"weights file {npz_path.name} missing")
+    if digest != record.weights_sha256:
+        raise RecordError(f"weights file {npz_path.name} does not match the record's sha256 (truncated or replaced)")
+    return record
+
+
+def _parse(obj: object, data: bytes | None, npz_name: str = "seed-<s>.npz", digest: str | None = None) -> RunRecord:
+    """The validated record of a parsed JSON document; for schema 3 its histories are read from the
+    NPZ bytes ``data`` (after checking them against the record's ``weights_sha256``; ``digest``: their
+    sha256 when the caller has it)."""
+    if isinstance(obj, dict) and obj.get("schema") == SCHEMA and isinstance(obj.get("history"), dict):
+        names = obj["history"]
+        bad = sorted(str(k) for k, v in names.items() if v not in (None, IN_NPZ))
+        if bad:
+            raise RecordError(f"field 'history.{bad[0]}': expected \"{IN_NPZ}\" or null (schema {SCHEMA})")
+        if any(v == IN_NPZ for v in names.values()):
+            if data is None:
+                raise RecordError(f"weights file {npz_name} missing")
+            if (digest or sha256(data)) != obj.get("weights_sha256"):
+                raise RecordError(f"weights file {npz_name} does not match the record's sha256 (truncated or replaced)")
+            obj = {**obj, "history": {k: None if v is None else _npz_series(data, k, npz_name)
+                                      for k, v in names.items()}}
+    return RunRecord.from_json(obj)
+
+
+def _npz_series(data: bytes, name: str, npz_name: str) -> list[float | None]:
+    """History series ``name`` of a run's NPZ bytes as a list (NaN → None); RecordError if absent."""
+    key = HISTORY_PREFIX + name
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arr = z[key]
+    except KeyError:
+        raise RecordError(f"weights file {npz_name} has no array {key!r}") from None
+    except Exception as exc:  # a damaged zip or array (the sha256 matched, so written that way)
+        raise RecordError(f"weights file {npz_name} unreadable ({type(exc).__name__})") from None
+    if arr.ndim != 1 or arr.dtype != np.float64:
+        raise RecordError(f"weights file {npz_name}: {key!r} is not a float64 vector")
+    return [x if math.isfinite(x) else None for x in arr.tolist()]
+
+
+def compact_record(json_path: str | Path) -> bool:
+    """Rewrite a schema-2 record (histories in its JSON) in schema 3 (histories in its NPZ): the same
+    record and weights, fewer bytes.  Returns False, touching nothing, when it is already schema 3;
+    RecordError when it does not read.  The NPZ and the JSON are each replaced atomically (NPZ first):
+    if interrupted between the two, the record reads as invalid until restored (the archive is in git)."""
+    json_path = Path(json_path)
+    record = read_record(json_path)
+    if record.schema == SCHEMA:
+        return False
+    params = load_params(json_path.with_suffix(".npz"))
+    data = run_npz_bytes(params, record.history)
+    new = record.with_(schema=SCHEMA, weights_sha256=sha256(data))
+    text = record_text(new)
+    if _parse(json.loads(text), data) != new:
+        raise RecordError("would not read back the same")  # never: a guard for the archive
+    atomic.write_bytes(json_path.with_suffix(".npz"), data)
+    atomic.write_text(json_path, text)
+    return True
+
+
+@dataclass
+class Loaded:
+    """Valid records (sorted by cell) and (path, why) for every record file that could not be used."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    problems: list[tuple[Path, str]] = field(default_factory=list)
+
+    def warnings(self, limit: int = 5) -> list[str]:
+        """One line per unusable file (at most ``limit``, then a count of the rest)."""
+        lines = [f"{path}: invalid run record, not counted ({why})" for path, why in self.problems[:limit]]
+        if len(self.problems) > limit:
+            lines.append(f"... and {len(self.problems) - limit} more invalid run record(s)")
+        return lines
+
+
+def record_files(results_dir: str | Path, experiments: Iterable[str] | None = None) -> list[Path]:
+    """Every ``seed-*.json`` under ``results_dir`` (optionally only these experiments), sorted."""
+    root = Path(results_dir)
+    if not root.is_dir():
+        return []
+    names = list(experiments) if experiments else sorted(p.name for p in root.iterdir() if p.is_dir())
+    return [p for name in names for p in sorted((root / name).glob("*/L*-M*/seed-*.json"))]
+
+
+def load_records(results_dir: str | Path, experiments: Iterable[str] | None = None) -> Loaded:
+    """Every valid run record under ``results_dir`` (optionally only these experiments).
+
+    A file that does not parse or validate, or whose weights do not match, is not returned; its
+    problem line names it ("<path>: <why>").
+    """
+    out = Loaded()
+    for path in record_files(results_dir, experiments):
+        try:
+            out.records.append(read_record(path))
+        except RecordError as exc:
+            out.problems.append((path, str(exc)))
+    out.records.sort(key=lambda r: r.cell)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The data set.
+
+def check_data(results_dir: str | Path, experiment: str, sha: str) -> str:
+    """State of ``data.npz``: "ok" (its content hash is ``sha``), "missing", "corrupt" or "other"."""
+    path = data_path(results_dir, experiment)
+    if not path.exists():
+        return "missing"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {"train": z["train"], "test": z["test"]}
+    except Exception:  # any unreadable NPZ (BadZipFile, OSError, KeyError, ValueError, EOFError ...)
+        return "corrupt"
+    return "ok" if data_sha256(arrays) == sha else "other"
+
+
+def ensure_data(results_dir: str | Path, experiment: str, data: ExperimentData) -> str:
+    """Write ``data.npz`` unless it already holds this data set; returns its state before (check_data)."""
+    state = check_data(results_dir, experiment, data.sha256)
+    if state != "ok":
+        atomic.write_bytes(data_path(results_dir, experiment), npz_bytes(saved_arrays(data.Z_train, data.Z_test)))
+    return state
+
+
+def load_data(results_dir: str | Path, experiment: str) -> tuple[np.ndarray, np.ndarray]:
+    """(Z_train, Z_test) in the code's layout (n_in, N)."""
+    with np.load(data_path(results_dir, experiment), allow_pickle=False) as z:
+        return z["train"].T.copy(), z["test"].T.copy()
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Atomically write a text output (a table, a comparison)."""
+    return atomic.write_text(path, text)
