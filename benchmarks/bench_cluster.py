@@ -27,7 +27,7 @@ reported apart (``lysep run`` pays it once per invocation).  Figures:
 Every way must give the same records (timings aside); the script checks it.
 
 Memory allocation is put on the same footing in all four ways: dask workers undo the nanny's
-``MALLOC_TRIM_THRESHOLD_`` (see ``lysep_cli/memory.py``), which leaves glibc's mmap
+``MALLOC_TRIM_THRESHOLD_`` (see ``lysep_cli/execution/memory.py``), which leaves glibc's mmap
 threshold at 32 MiB, faster for the solvers than glibc's default in this process and in ``--jobs``
 workers; so the script re-executes itself with ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_``
 set to the same values (``--plain-malloc`` skips this and shows the difference).  A second overhead

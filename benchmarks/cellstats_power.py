@@ -1,4 +1,4 @@
-"""Power and false-alarm rate of the cell-level rule of `lysep verify` (lysep_cli/cellstats.py), measured
+"""Power and false-alarm rate of the cell-level rule of `lysep verify` (lysep_cli/reports/cellstats.py), measured
 on the archive's own cells (docs/reproducibility.md).
 
 False alarm: split each 10-seed cell into two halves of 5 seeds in every one of the 126 ways and count

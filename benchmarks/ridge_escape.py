@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/ridge_escape.py elliptic-2d --sizes 3x30,3x100 --seed 3 --sweeps 600 --every 25
 
-lambda = P (penalty part of N J_S over ||W_L||^2, solvers/lysep_updates.py) is evaluated after each sweep
+lambda = P (penalty part of N J_S over ||W_L||^2, solvers/lysep/updates.py) is evaluated after each sweep
 from the state, as the next W_L solve will see it; sqrt(lambda) is the ridge on W_L's coefficients.
 """
 

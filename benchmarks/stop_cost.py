@@ -1,4 +1,4 @@
-"""What the save-on-stop (lysep_cli/stopping.py) costs: per sweep, and at a stop.
+"""What the save-on-stop (lysep_cli/execution/stopping.py) costs: per sweep, and at a stop.
 
 Usage: .venv/bin/python benchmarks/stop_cost.py [--no-latency]
 

@@ -1,18 +1,186 @@
-"""Checks of the paths given on the command line, before anything is read or written.
+"""The command line's inputs: the options every command shares, their parsers, and the checks of
+paths, experiments and solver selections made before anything is read or written.
 
-Each raises :class:`~lysep_cli.specs.SpecError` with one line naming the option, so a bad ``--results``
-or ``--out`` ends the command with exit code 2 and nothing written.
+A bad value raises :class:`~lysep_cli.specs.SpecError` (or typer's BadParameter while parsing) with one
+line naming the option: the command ends with exit code 2 and nothing written (lysep_cli/cli.py).
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
+import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Any, Callable, Optional
 
-from lysep_cli.specs import SpecError
+import typer
+from typer.core import TyperCommand, TyperGroup
+
+from lysep_cli import specs
+from lysep_cli.specs import ExperimentSpec, SpecError
+
+#: click's base exception class, found through typer (which may vendor click)
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+class _PlainHelpFlag:
+    """``--help`` listed without a type (this typer shows ``<bool>`` for flags)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class Command(_PlainHelpFlag, TyperCommand):
+    pass
+
+
+class Group(_PlainHelpFlag, TyperGroup):
+    pass
+
+
+class OneLineErrors(Group):
+    """Usage errors (unknown option, ``--jobs abc``, missing argument) as one line, exit 2, like every
+    other bad input; the rest as typer does it."""
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _CLICK_ERROR as exc:
+            if not standalone_mode:
+                raise
+            message = " ".join(exc.format_message().split())
+            if message:  # (empty for "no arguments": the help was printed instead)
+                typer.echo(f"lysep: error: {message}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            typer.echo("lysep: aborted", err=True)
+            sys.exit(1)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+#: where every command reads and writes runs unless --results says otherwise: the committed archive
+DEFAULT_RESULTS = Path("results/paper")
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def whole_number(value: Any) -> int:
+    """An integer option written the plain way, in the digits 0-9: ``int()`` also takes "1_0", other
+    scripts' digits and surrounding blanks, so ``--jobs 1_0`` would silently be 10."""
+    if isinstance(value, int):  # a default
+        return value
+    if not _WHOLE.fullmatch(str(value)):
+        raise typer.BadParameter(f"{str(value)!r} is not a whole number written in the digits 0-9")
+    return int(value)
+
+
+def decimal_number(value: Any) -> float:
+    """A number option written the plain way (digits 0-9, a point, an exponent; no "nan", "inf" or "1_0")."""
+    if isinstance(value, float):  # a default
+        return value
+    if not DECIMAL.fullmatch(str(value)):
+        raise typer.BadParameter(f"{str(value)!r} is not a number written in the digits 0-9")
+    return float(value)
+
+
+def path_value(value: Any) -> Path:
+    """The value of a path option: an empty one is bad input (``Path("")`` would silently mean ".")."""
+    if isinstance(value, Path):  # a default
+        return value
+    if str(value) == "":
+        raise typer.BadParameter("empty path")
+    if "\x00" in str(value):
+        raise typer.BadParameter("embedded null byte")
+    return Path(value)
+
+
+# The options shared by several commands (typer reads the Annotated metadata).
+Results = Annotated[Path, typer.Option("--results", parser=path_value,
+                                       help="results directory (default: the committed archive)")]
+Config = Annotated[Optional[Path], typer.Option(
+    "--config", parser=path_value, help="experiments file (default: ./experiments.yaml, else the project's own)")]
+ShownIterations = Annotated[Optional[int], typer.Option(
+    "--iterations", parser=whole_number, help="show runs made with this many iterations (default: the spec's)")]
+Out = Annotated[Optional[Path], typer.Option("--out", parser=path_value, help="write here instead of stdout")]
+Experiments = Annotated[Optional[list[str]], typer.Argument(help="default: every experiment with records")]
+SolverFilter = Annotated[Optional[str], typer.Option("--solver", help="only these solvers, e.g. lysep or pinn,rfls")]
+Flag = functools.partial(typer.Option, metavar="")
+
+
+def parse_taus(taus: str) -> list[float]:
+    """``--taus 0,1e-8,1``: finite numbers >= 0 written in the digits 0-9 (no empty item, "nan", "1_0")."""
+    items = [t.strip() for t in taus.split(",")]
+    if not all(DECIMAL.fullmatch(t) for t in items):
+        raise SpecError(f"--taus: expected comma-separated numbers in the digits 0-9, got {taus!r}")
+    values = [float(t) for t in items]
+    if any(not (t >= 0 and t != float("inf")) for t in values):
+        raise SpecError(f"--taus: need one or more finite values >= 0, got {taus!r}")
+    return values
+
+
+def load(config: Optional[Path]) -> dict[str, ExperimentSpec]:
+    return specs.load_specs(config if config is not None else specs.default_config())
+
+
+def choice(value: str, allowed: tuple[str, ...], option: str = "--format") -> str:
+    if value not in allowed:
+        what = "format" if option == "--format" else "value"
+        raise SpecError(f"{option}: unknown {what} {value!r} (choose from {', '.join(allowed)})")
+    return value
+
+
+def positive(value: Optional[int], option: str) -> None:
+    if value is not None and value < 1:
+        raise SpecError(f"{option} must be >= 1, got {value}")
+
+
+def solver_filter(solver: Optional[str], chosen: list[ExperimentSpec]) -> Optional[set[str]]:
+    """The solver names of a report's ``--solver a,b`` (None: all); SpecError for a name that none of
+    the chosen experiments configures."""
+    if solver is None:
+        return None
+    wanted = {w.strip() for w in solver.split(",")}
+    known = {name for spec in chosen for name in spec.solvers}
+    unknown = sorted(wanted - known)
+    if unknown:
+        names = ", ".join(repr(u) for u in unknown)
+        raise SpecError(f"--solver: unknown solver {names} (choose from {', '.join(sorted(known))})")
+    return wanted
+
+
+def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, int]]:
+    """``--cells pinn:3x30,rfls:3x50`` as {(solver, L, M)}; SpecError for a malformed entry."""
+    out = set()
+    for part in text.split(","):
+        name, _, size = part.strip().partition(":")
+        L, _, M = size.partition("x")
+        if not (name and L.isdigit() and M.isdigit()):
+            raise SpecError(f"--cells: expected SOLVER:LxM[,...] (e.g. pinn:3x30), got {part.strip()!r}")
+        solver_filter(name, chosen)
+        out.add((name, int(L), int(M)))
+    return out
+
+
+def report_specs(config: Optional[Path], experiments: Optional[list[str]], results: Path,
+                 out: Optional[Path], iterations: Optional[int], out_is_dir: bool = False) -> list[ExperimentSpec]:
+    """Checked inputs of a report command: the experiments asked for (all when none named)."""
+    chosen = specs.select_experiments(load(config), experiments)
+    positive(iterations, "--iterations")
+    readable_dir(results, "--results")
+    if out is not None:
+        (writable_dir if out_is_dir else writable_file)(out, "--out")
+    return chosen
 
 
 def _one_line_errors(check: Callable[[Path, str], Path]) -> Callable[[Path, str], Path]:

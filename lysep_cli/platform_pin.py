@@ -19,7 +19,7 @@ This module must run before NumPy is imported (both libraries read the environme
 ``lysep_cli/__init__.py`` calls :func:`pin_platform` first.  Each pin is left alone where the user has
 set its variable (their choice wins), where they opted out (``LYSEP_NATIVE_BLAS=1``,
 ``LYSEP_NATIVE_SIMD=1``), or where the CPU cannot run the pinned code.  Each record stores what actually
-ran (``versions``, lysep_cli/fingerprint.py), so a run made without a pin is never mistaken for one made
+ran (``versions``, lysep_cli/store/fingerprint.py), so a run made without a pin is never mistaken for one made
 with it.
 
 No NumPy here.

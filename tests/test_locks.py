@@ -1,4 +1,4 @@
-"""Two ``lysep run`` commands never make the same run at once (lysep_cli/locks.py): real processes."""
+"""Two ``lysep run`` commands never make the same run at once (lysep_cli/store/locks.py): real processes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Line models of LySep's blocks (solvers/lysep_line.py) against direct evaluation of J_S(x - t g)."""
+"""Line models of LySep's blocks (solvers/lysep/line.py) against direct evaluation of J_S(x - t g)."""
 
 from __future__ import annotations
 

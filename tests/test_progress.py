@@ -1,4 +1,4 @@
-"""The progress display's line per finished run (lysep_cli/progress.py)."""
+"""The progress display's line per finished run (lysep_cli/execution/progress.py)."""
 
 from __future__ import annotations
 

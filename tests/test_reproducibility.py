@@ -242,7 +242,7 @@ def test_an_archive_with_one_cells_J_tripled_fails_against(two_archives, tmp_pat
     (["--level", "loose"], "--level: unknown value 'loose'"),
     (["--cells", "pinn"], "--cells: expected SOLVER:LxM"),
     (["--cells", "magic:3x6"], "--solver"),
-    (["--against", "/nonexistent/dir"], "--against: no directory"),
+    (["--against", "/nonexistent/dir"], "--against /nonexistent/dir: no such directory"),
     (["--weights", "--cells", "pinn:3x6"], "exclude each other"),
 ])
 def test_bad_verify_input_is_one_line_and_exit_2(tmp_path, args, needle):

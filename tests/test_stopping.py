@@ -1,5 +1,5 @@
 """A stop (Ctrl-C, SIGTERM) during a LySep run saves its checkpoint at the end of the sweep in progress,
-then acts (lysep_cli/stopping.py): the next run resumes from the sweep of the stop, not from the last
+then acts (lysep_cli/execution/stopping.py): the next run resumes from the sweep of the stop, not from the last
 interval checkpoint, and ends with the uninterrupted run's numbers."""
 
 from __future__ import annotations

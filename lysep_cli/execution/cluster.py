@@ -150,7 +150,7 @@ def resolve_target(scheduler: str | None, scheduler_file: Path | None,
 def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
              topic: str | None = None) -> tuple[dict[str, Any], Params]:
     """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events."""
-    tune_malloc()  # undoes the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/memory.py)
+    tune_malloc()  # undoes the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/execution/memory.py)
     log = None
     if topic is not None:
         try:

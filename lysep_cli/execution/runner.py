@@ -67,7 +67,7 @@ def keeps_checkpoint(solver: str) -> bool:
 def _checkpoint(spec: ExperimentSpec, key: RunKey, iterations: int, results_dir: Path,
                 data_sha: str) -> checkpoints.Checkpoint | None:
     """The run's checkpoint under ``results_dir`` when its solver takes one (LySep) and they are on; it is
-    also due when a stop is held back (lysep_cli/stopping.py)."""
+    also due when a stop is held back (lysep_cli/execution/stopping.py)."""
     every = checkpoints.interval()
     if not keeps_checkpoint(key.solver):
         return None
@@ -86,7 +86,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
     A solver raising FloatingPointError, or returning a network whose J or l2 error is not finite, gives
     a "diverged" record.  KeyboardInterrupt raised by ``progress`` propagates (nothing is returned).
     With ``results_dir``, a solver that takes a checkpoint (LySep) resumes from the run's checkpoint there
-    and saves one as it goes (lysep_cli/checkpoint.py); the caller removes it once the record is written.
+    and saves one as it goes (lysep_cli/store/checkpoint.py); the caller removes it once the record is written.
     """
     tune_malloc()
     data = experiment_data(spec)
@@ -367,7 +367,7 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
                 _finish(sweep, key, record, params, results_dir, reporter)
     except BaseException:
         # The runs in flight are abandoned: stop our own workers now (a LySep run saves its checkpoint
-        # first, lysep_cli/stopping.py) rather than wait for their runs.  The futures are not cancelled
+        # first, lysep_cli/execution/stopping.py) rather than wait for their runs.  The futures are not cancelled
         # from this thread: the pool's manager thread marks them failed when it sees the dead workers, and
         # a future cancelled here meanwhile makes it raise InvalidStateError (a traceback on stderr;
         # CPython 3.11).  shutdown(cancel_futures=True) cancels in that thread.

@@ -3,7 +3,7 @@
 Workers are spawned (not forked) processes that compute runs and return them; they write no record
 (a LySep run writes only its checkpoint).  Each worker ignores SIGINT (the parent handles Ctrl-C and
 stops them with SIGTERM; a worker computing a LySep run saves its checkpoint first,
-lysep_cli/stopping.py), limits BLAS to one thread, and runs a daemon thread that polls its parent's
+lysep_cli/execution/stopping.py), limits BLAS to one thread, and runs a daemon thread that polls its parent's
 pid: when the parent is gone (even after a SIGKILL, which no handler sees), the worker exits at once.  An orphaned worker would otherwise keep computing
 a run nobody will collect.
 """

@@ -7,7 +7,8 @@
   under (solver settings, iterations, n_train, n_test, data set; :func:`lysep_cli.store.schema.differences`)
   are used; the others are counted per reason and named in a note, never averaged in;
 - :func:`aggregate`: mean and std over the seeds per (experiment, L, M, solver);
-- :func:`summary_lines`: the summary ``lysep run`` prints after a sweep.
+- :func:`summary_lines`: the summary ``lysep run`` prints after a sweep;
+- :func:`shown`: the records and experiments a report command shows, or :class:`NothingToShow`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -27,7 +28,8 @@ import yaml
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.solvers import PAPER_SOLVERS
 from lysep_cli.specs import ExperimentSpec
-from lysep_cli.store.records import Loaded
+from lysep_cli.store.layout import RunPath
+from lysep_cli.store.records import Loaded, load_records
 from lysep_cli.store.schema import RunRecord, differences, expected
 
 #: published model name -> our solver name
@@ -185,8 +187,11 @@ def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None =
 
 
 def _experiment_of(path: Path, names: Iterable[str]) -> str | None:
-    """The experiment directory a record file lies in (<results>/<experiment>/<solver>/L-M/seed.json)."""
-    name = path.parent.parent.parent.name
+    """The experiment directory a record file lies in (lysep_cli/store/layout.py)."""
+    try:
+        name = RunPath.parse(path).experiment
+    except ValueError:
+        return None
     return name if name in names else None
 
 
@@ -285,3 +290,42 @@ def summary_lines(recs: list[RunRecord]) -> list[str]:
         for r in bad:
             lines.append(f"  violation: {r.solver} L{r.L}-M{r.M} seed {r.seed}: {bound_violations(r.bound)}")
     return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# What a report command shows.
+
+class NothingToShow(Exception):
+    """No record matches what a report asks for (the command ends with exit code 1, one line)."""
+
+
+def load_selection(results: Path, chosen: list[ExperimentSpec], iterations: int | None,
+                   warn: Callable[[str], None]) -> Selection:
+    """Load and check the records of ``chosen`` under ``results``, ``warn`` about unusable files, keep
+    those matching the spec."""
+    loaded = load_records(results, [s.name for s in chosen])
+    for line in loaded.warnings():
+        warn(line)
+    return select(loaded, chosen, iterations)
+
+
+def nothing_to_show(results: Path, chosen: list[ExperimentSpec], sel: Selection) -> NothingToShow:
+    """The error naming what was asked, what was left out and how to show it (``--iterations N``)."""
+    left = sum(sum(c.values()) for c in sel.excluded.values())
+    text = (f"no run record under {results}/ matches the spec of "
+            f"{', '.join(s.name for s in chosen) or 'any experiment'}")
+    if left:
+        text += f"; {left} record(s) left out"
+        text += next((sel.hint(s.name) for s in chosen if sel.hint(s.name)), "")
+    return NothingToShow(text)
+
+
+def shown(results: Path, chosen: list[ExperimentSpec], iterations: int | None, named: bool,
+          warn: Callable[[str], None]) -> tuple[Selection, list[ExperimentSpec]]:
+    """The records selected, and the experiments a report shows: those named, else those with records
+    (:class:`NothingToShow` when there are none)."""
+    sel = load_selection(results, chosen, iterations, warn)
+    experiments = chosen if named else [s for s in chosen if sel.of(s.name)]
+    if not any(sel.of(s.name) for s in experiments):
+        raise nothing_to_show(results, chosen, sel)
+    return sel, experiments

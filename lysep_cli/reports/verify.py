@@ -1,7 +1,7 @@
 """`lysep verify`: check that archived runs reproduce, at the level the platform allows.
 
 A run's numbers depend only on (spec, solver, L, M, seed, iterations) and on the platform that computed
-them (its fingerprint, lysep_cli/fingerprint.py).  Three levels (docs/reproducibility.md):
+them (its fingerprint, lysep_cli/store/fingerprint.py).  Three levels (docs/reproducibility.md):
 
 exact
     The rerun is bit-identical.  Expected, and required, when the archived and the rerun fingerprints
@@ -21,7 +21,7 @@ tolerant (per run)
     kappa = 1e15..1e17): the run is "ill-conditioned", and its cell is judged at the statistical level.
 statistical (per cell)
     Every seed of the cell rerun, and the rerun's final J and l2 compared with the archive's over the
-    seeds (lysep_cli/cellstats.py).
+    seeds (lysep_cli/reports/cellstats.py).
 
 ``lysep verify --weights`` does not train: :func:`reevaluate` computes J and the l2 error of each run's
 saved network from the archive's own files and compares them with the record's final values within
@@ -44,7 +44,8 @@ from lysep_cli.numerics import network
 from lysep_cli.numerics.metrics import finite_or_none, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import make_problem
-from lysep_cli.reports.cellstats import Cell, by_cell, cell_of, compare_cell
+from lysep_cli.reports.cellstats import (ALPHA, RATIO_BOUND, Cell, by_cell, cell_of, compare_archives,
+                                         compare_cell)
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import records
 from lysep_cli.store.fingerprint import differing, fingerprint, same_platform
@@ -336,3 +337,73 @@ def runs_pass(specs: dict[str, ExperimentSpec], picked: list[RunRecord], pool: l
         bad += cells_pass(specs, escalate, pool, echo)
         levels["statistical"] += len(escalate)
     return bad, levels
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    """What ``lysep verify`` was asked (lysep_cli/cli.py checks the options)."""
+
+    specs: dict[str, ExperimentSpec]
+    pool: list[RunRecord]
+    """the archived runs that may be checked (the experiments and solvers asked for)"""
+    results: Path
+    sample: int | None = 3
+    """runs to rerun (None: all)"""
+    seed: int = 0
+    cheapest: bool = False
+    level: str = "auto"
+    cells: set[tuple[str, int, int]] | None = None
+    """(solver, L, M) to rerun whole at the statistical level"""
+
+
+def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
+    """The weights pass over ``req.pool``, then the reruns (runs or whole cells); returns how many checks
+    failed.  ``say`` (stderr) announces, ``echo`` (stdout) gives one line per run or cell."""
+    say(header(req.pool))
+    bad = weights_pass(req.specs, req.pool, req.results, echo, quiet=True)
+    if req.cells is not None or req.level == "statistical":
+        if req.cells is not None:
+            cells = sorted({cell_of(r) for r in req.pool if (r.solver, r.L, r.M) in req.cells})
+        else:
+            cells = sorted({cell_of(r) for r in choose(req.pool, req.sample, req.seed, req.cheapest)})
+        runs = [r for r in req.pool if cell_of(r) in cells]
+        say(f"statistical level: {len(cells)} cell(s), {len(runs)} run(s) rerun (about "
+            f"{sum(r.seconds for r in runs):.0f} s of recorded run time)")
+        failed = cells_pass(req.specs, cells, req.pool, echo)
+        echo(f"{len(cells) - failed} of {len(cells)} cell(s) reproduce the archive (level statistical)")
+        return bad + failed + (not cells)
+    picked = choose(req.pool, req.sample, req.seed, req.cheapest)
+    say(f"rerunning {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/ (about "
+        f"{sum(r.seconds for r in picked):.0f} s of recorded run time)")
+    failed, levels = runs_pass(req.specs, picked, req.pool, req.results, req.level, echo)
+    used = ", ".join(f"{k} {n}" for k, n in sorted(levels.items()))
+    echo(f"{len(picked) - failed} of {len(picked)} run(s) reproduce the archive (levels: {used})"
+         + (f"; {failed} do not" if failed else ""))
+    return bad + failed
+
+
+def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
+    """``--weights``: the saved networks of the chosen runs re-evaluated, one line each."""
+    picked = choose(req.pool, req.sample, req.seed, req.cheapest)
+    say(f"re-evaluating the saved weights of {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/")
+    bad = weights_pass(req.specs, picked, req.results, echo, quiet=False)
+    echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
+         + (f"; {bad} do not (tolerance {WEIGHTS_TOLERANCE:g} relative)" if bad else ""))
+    return bad
+
+
+def against(reference: list[RunRecord], other: list[RunRecord], results: Path, other_dir: Path,
+            echo: Echo, say: Echo) -> int:
+    """``--against DIR``: two archives cell by cell (cellstats), no reruns; returns cells that differ
+    (1 when no cell is in both)."""
+    compared, only_here, only_there = compare_archives(reference, other)
+    say(f"cell by cell: {results}/ (reference) against {other_dir}/; per cell n, geometric means of final J "
+        f"and l2, their ratio, Mann-Whitney p; differs when p < {ALPHA:g} or the ratio is outside "
+        f"[1/{RATIO_BOUND:g}, {RATIO_BOUND:g}]")
+    for c in compared:
+        echo(c.line())
+    bad = sum(not c.ok for c in compared)
+    missing = (f"; {len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {other_dir}/"
+               if only_here or only_there else "")
+    echo(f"{len(compared) - bad} of {len(compared)} cell(s) agree" + (f"; {bad} differ" if bad else "") + missing)
+    return bad if compared else 1

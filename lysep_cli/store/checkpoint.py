@@ -9,7 +9,7 @@ uninterrupted run writes, bit for bit (tests/test_checkpoint.py), except the tim
 the parts.  The checkpoint is removed when the record is written.
 
 A checkpoint is used only when its fingerprint matches: the same run (experiment, solver, L, M, seed,
-iterations), settings, data set and platform (the fingerprint of lysep_cli/fingerprint.py: BLAS kernel,
+iterations), settings, data set and platform (the fingerprint of lysep_cli/store/fingerprint.py: BLAS kernel,
 NumPy SIMD, versions, and the numerics id, a hash of the modules that compute a run).
 Anything else is ignored and overwritten.  ``LYSEP_CHECKPOINT_SECONDS`` sets the interval (0: a
 checkpoint after every iteration, for tests; "off": none).
@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from lysep_cli.store import atomic, records
+from lysep_cli.store import atomic
 from lysep_cli.store.fingerprint import numerics_id
+from lysep_cli.store.layout import ResultsDir, RunPath
 
 DEFAULT_SECONDS = 120.0
 _META = "__meta__"
@@ -87,8 +88,7 @@ class Checkpoint:
 
 def checkpoint_path(results_dir: str | Path, experiment: str, solver: str, L: int, M: int, seed: int) -> Path:
     """Where the checkpoint of a run lives: beside its record, hidden (``.seed-<s>.ckpt.npz``)."""
-    json_path, _ = records.record_paths(results_dir, experiment, solver, L, M, seed)
-    return json_path.with_name(f".{json_path.stem}.ckpt.npz")
+    return ResultsDir(results_dir).checkpoint(RunPath(experiment, solver, L, M, seed))
 
 
 def saved_sweeps(path: str | Path) -> int | None:

@@ -6,7 +6,7 @@ Same records, same weights, same numbers bit for bit (:func:`lysep_cli.store.rec
 that each one reads back equal); about 60 % fewer bytes for a 2000-iteration record.  Records already
 in schema 3 are left untouched, so it can be run again at any time (for example after a sweep started by
 an older lysep has written more records); a record whose run a ``lysep run`` is making now is left to it
-(lysep_cli/locks.py) and named.  Exit 0 when every record is compact, 1 when some record
+(lysep_cli/store/locks.py) and named.  Exit 0 when every record is compact, 1 when some record
 could not be read (named on stderr, left as it is), 2 for bad input.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from lysep_cli.store.layout import RunPath
 from lysep_cli.store.locks import Busy, RunLocks
 from lysep_cli.store.records import compact_record, file_bytes, record_files
 from lysep_cli.store.schema import RecordError
@@ -42,10 +43,8 @@ def compact_folder(results_dir: str | Path) -> tuple[int, int, list[str], int]:
 
 def _lock(held: RunLocks, results_dir: str | Path, json_path: Path) -> None:
     """Lock the run of ``<results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.json``; Busy if taken."""
-    cell = json_path.parent
-    L, M = (int(v) for v in cell.name[1:].split("-M"))
-    seed = int(json_path.stem.removeprefix("seed-"))
-    held.acquire(results_dir, cell.parent.parent.name, [(cell.parent.name, L, M, seed)])
+    run = RunPath.parse(json_path)
+    held.acquire(results_dir, run.experiment, [(run.solver, run.L, run.M, run.seed)])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,8 +26,7 @@ from typing import Mapping
 from lysep_cli.platform_pin import cpu_model
 
 #: the modules a run's numbers come from (the data set has its own hash in each record)
-NUMERIC_SOURCES = ("solvers/*.py", "channels.py", "activation.py", "network.py", "problems.py",
-                   "sampling.py", "dataset.py", "metrics.py")
+NUMERIC_SOURCES = ("numerics/*.py", "solvers/*.py", "solvers/lysep/*.py")
 
 #: the keys that fix a run's bits; the CPU model is not one of them
 EXACT_KEYS = ("numerics", "numpy_simd", "blas", "blas_core", "numpy", "scipy", "python")
@@ -39,7 +38,7 @@ def numerics_id() -> str:
     """sha256 over the modules that compute a run (:data:`NUMERIC_SOURCES`), 16 hex digits: a change to
     the command line or the reports leaves it alone."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # lysep_cli/
     for path in sorted({p for pattern in NUMERIC_SOURCES for p in root.glob(pattern)}):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())

@@ -29,9 +29,8 @@ except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
 from lysep_cli.specs import SpecError, seed_ranges
-from lysep_cli.store.records import cell_dir
+from lysep_cli.store.layout import LOCK_NAME, ResultsDir
 
-LOCK_NAME = ".runs.lock"
 #: offset of the bytes that mark a held run as being computed now (seeds are far below it)
 STARTED = 1 << 40
 
@@ -63,7 +62,7 @@ class RunLocks:
         for run in runs:
             if (root, run) not in self.held:
                 solver, L, M, _ = run
-                by_cell.setdefault(cell_dir(results_dir, experiment, solver, L, M), set()).add(run)
+                by_cell.setdefault(ResultsDir(results_dir).cell(experiment, solver, L, M), set()).add(run)
         new = 0
         for cell, cell_runs in by_cell.items():
             fd = self._fds.get(cell)
@@ -84,7 +83,7 @@ class RunLocks:
         if fcntl is None or (Path(results_dir) / experiment, run) not in self.held:
             return
         solver, L, M, seed = run
-        fd = self._fds.get(cell_dir(results_dir, experiment, solver, L, M))
+        fd = self._fds.get(ResultsDir(results_dir).cell(experiment, solver, L, M))
         if fd is None:  # pragma: no cover - a held run's cell file stays open
             return
         if started:

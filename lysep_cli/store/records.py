@@ -1,10 +1,6 @@
 """Run records and data sets on disk: one JSON + one NPZ per (experiment, solver, L, M, seed).
 
-Layout::
-
-    <results>/<experiment>/data.npz                               train, test (N x n_in)
-    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.json       the record (lysep_cli.store.schema)
-    <results>/<experiment>/<solver>/L<L>-M<M>/seed-<s>.npz        W1, b1, ..., WL, bL (paper shapes),
+Layout: lysep_cli/store/layout.py.
                                                                   history_J, history_J_S (float64)
 
 The histories (2001 values per series for a 2000-iteration run) live in the NPZ as float64 arrays
@@ -38,6 +34,7 @@ import numpy as np
 from lysep_cli.numerics.dataset import ExperimentData, data_sha256, saved_arrays
 from lysep_cli.numerics.network import Params
 from lysep_cli.store import atomic
+from lysep_cli.store.layout import ResultsDir, RunPath
 from lysep_cli.store.schema import SCHEMA, RecordError, RunRecord
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -48,19 +45,18 @@ IN_NPZ = "npz"
 
 
 def cell_dir(results_dir: str | Path, experiment: str, solver: str, L: int, M: int) -> Path:
-    """The folder of the runs of one (experiment, solver, L, M)."""
-    return Path(results_dir) / experiment / solver / f"L{L}-M{M}"
+    """The folder of the runs of one (experiment, solver, L, M) (lysep_cli/store/layout.py)."""
+    return ResultsDir(results_dir).cell(experiment, solver, L, M)
 
 
 def record_paths(results_dir: str | Path, experiment: str, solver: str, L: int, M: int,
                  seed: int) -> tuple[Path, Path]:
     """(json_path, npz_path) of one run."""
-    base = cell_dir(results_dir, experiment, solver, L, M) / f"seed-{seed}"
-    return base.with_suffix(".json"), base.with_suffix(".npz")
+    return ResultsDir(results_dir).record(RunPath(experiment, solver, L, M, seed))
 
 
 def data_path(results_dir: str | Path, experiment: str) -> Path:
-    return Path(results_dir) / experiment / "data.npz"
+    return ResultsDir(results_dir).data(experiment)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,10 +179,9 @@ def read_record(json_path: str | Path) -> RunRecord:
         data = None
     digest = None if data is None else sha256(data)
     record = _parse(obj, data, npz_path.name, digest)
-    expected_json, _ = record_paths(json_path.parent.parent.parent.parent, *record.cell)
     try:
-        elsewhere = expected_json.resolve() != json_path.resolve()
-    except (OSError, ValueError):  # a name the OS refuses (a NUL byte, ...): not where it was found
+        elsewhere = RunPath.parse(json_path) != RunPath(*record.cell) or json_path.suffix != ".json"
+    except ValueError:  # not laid out as a record's path
         elsewhere = True
     if elsewhere:
         raise RecordError(f"record of {record.cell} found at another place")
@@ -268,11 +263,7 @@ class Loaded:
 
 def record_files(results_dir: str | Path, experiments: Iterable[str] | None = None) -> list[Path]:
     """Every ``seed-*.json`` under ``results_dir`` (optionally only these experiments), sorted."""
-    root = Path(results_dir)
-    if not root.is_dir():
-        return []
-    names = list(experiments) if experiments else sorted(p.name for p in root.iterdir() if p.is_dir())
-    return [p for name in names for p in sorted((root / name).glob("*/L*-M*/seed-*.json"))]
+    return ResultsDir(results_dir).record_files(list(experiments) if experiments else None)
 
 
 def load_records(results_dir: str | Path, experiments: Iterable[str] | None = None) -> Loaded:

@@ -88,7 +88,7 @@ class LySepIteration:
     """The state of Algorithms 1-3 between iterations: variables, cached terms, step rules."""
 
     use_lines = False
-    """Trials through the blocks' line models (solvers/lysep_line.py, L = 3 only) instead of recomputing the
+    """Trials through the blocks' line models (solvers/lysep/line.py, L = 3 only) instead of recomputing the
     constraint groups.  Off: once ||W_3|| is large the penalties of J_S weigh round-off in the residuals,
     and the line models' incrementally updated residuals drift from the state's (bound violations and a
     different trajectory at elliptic-2d (3,80), docs/engine.md); every trial recomputes its groups."""
@@ -199,7 +199,7 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     history: "J_S" and "J" (PINN loss of the current W_l, b_l), iterations + 1 entries each
     (the initial values first).  bound: the Theorem 2.1/3.1/3.3 check of every iteration.
     checkpoint: resume from it when it holds this run's state, and save to it as it comes due
-    (lysep_cli/checkpoint.py); the result is the uninterrupted run's, bit for bit.
+    (lysep_cli/store/checkpoint.py); the result is the uninterrupted run's, bit for bit.
     """
     s = Settings.coerce(settings)
     ld = LySepData.build(data.Z, data.coef, data.Y)

@@ -1,0 +1,171 @@
+"""`lysep run` as a whole: plan, lock, check memory, run (here, in ``--jobs`` processes or on a dask
+cluster), summarise.  The command line checks the options and calls :func:`sweep`.
+
+Bad input (conflicting records without ``--force``, a run too big for the memory, runs another
+``lysep run`` holds) raises :class:`~lysep_cli.specs.SpecError` before anything is locked or written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lysep_cli.execution import cluster, interrupts, memory, runner
+from lysep_cli.execution.runner import Plan, RunKey
+from lysep_cli.reports.selection import summary_lines
+from lysep_cli.specs import ExperimentSpec, SpecError
+from lysep_cli.store import atomic, locks, records
+from lysep_cli.store.layout import RunPath
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    """What ``lysep run`` was asked: the runs (solvers x sizes x seeds) of ``spec`` with ``iterations``."""
+
+    spec: ExperimentSpec
+    solvers: list[str]
+    sizes: list[tuple[int, int]]
+    seeds: list[int]
+    iterations: int
+    results: Path
+    force: bool = False
+    jobs: int = 1
+    target: Any = None
+    """a dask scheduler target (lysep_cli.execution.cluster.resolve_target) or None: local processes"""
+    connect_timeout: float = 10.0
+
+
+class Interrupted(Exception):
+    """A stop (Ctrl-C, SIGTERM) during the runs: ``message`` says what was kept; ``code`` 130 / 143."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+def check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: int) -> None:
+    """SpecError when even the channels of one run (times ``jobs``, the runs at a time) exceed the memory
+    available: such a run could only fail, or swap the machine, after its data set was built."""
+    free = memory.available_bytes()
+    if free is None:
+        return
+    n_in = spec.d + (spec.pde != "elliptic")
+    n_second = spec.d + (spec.pde == "hyperbolic")
+    L, M = max(size_list, key=lambda s: memory.channel_bytes(n_in, n_second, s[0], s[1], spec.n_train))
+    need = memory.channel_bytes(n_in, n_second, L, M, spec.n_train) * jobs
+    if need > free:
+        at_once = f" ({jobs} runs at a time)" if jobs > 1 else ""
+        size = lambda b: f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB"  # noqa: E731
+        raise SpecError(f"size {L}x{M}: a run needs at least {size(need)}{at_once} (its channels alone: "
+                        f"(1 + {n_in} + {n_second}) x {M} x {spec.n_train} doubles per hidden layer), "
+                        f"this machine has {size(free)} available")
+
+
+def _locked_plan(held: locks.RunLocks, req: SweepRequest, plan: Plan, make_plan: Callable[[], Plan],
+                 check: Callable[[Plan], None]) -> Plan:
+    """The plan once ``held`` has locked all the runs it makes (and copies): lock what ``plan`` would
+    make, plan again (another process may have finished some meanwhile) and ``check`` it, until nothing
+    new is to lock.  :class:`locks.Busy` when another lysep run holds any of them."""
+    while True:
+        keys = list(plan.todo) + [key for key, _ in plan.copies]
+        if not held.acquire(req.results, req.spec.name, [(k.solver, k.L, k.M, k.seed) for k in keys]):
+            return plan
+        plan = make_plan()
+        check(plan)
+
+
+def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo) -> int:
+    """Do the runs of ``req`` that have no record; ``say`` (stderr) announces the plan, ``echo``
+    (stdout) prints the summary.  Returns the exit code: 0, or 1 when a run failed with an error.
+    :class:`Interrupted` on a stop; SpecError / ClusterError for bad input (nothing written)."""
+    spec, results, jobs = req.spec, req.results, req.jobs
+    held = locks.RunLocks()  # dropped at the end (or when the process ends, however it ends)
+    session = None
+
+    def check(plan: Plan) -> None:  # before anything is locked or written
+        if req.target is None and plan.todo:  # (on a cluster, the workers' memory is theirs to judge)
+            check_memory(spec, sorted({(k.L, k.M) for k in plan.todo}), min(jobs, len(plan.todo)))
+        if plan.conflicts and not req.force:
+            _, path, why = plan.conflicts[0]
+            raise SpecError(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, "
+                            f"settings, data or lysep version (e.g. {path}: {why}); nothing was run. Use "
+                            "--force to replace them, or another --results directory")
+
+    def make_plan() -> Plan:
+        return runner.plan_runs(spec, req.solvers, req.sizes, req.seeds, req.iterations, results, req.force)
+
+    try:
+        plan = make_plan()
+        check(plan)
+        if req.target is not None and plan.todo:
+            session = cluster.Session.open(req.target, timeout=req.connect_timeout)
+        plan = _locked_plan(held, req, plan, make_plan, check)
+        for path in atomic.remove_stale(results / spec.name):
+            warn(f"removed {path} (left by an interrupted lysep)")
+        for _, problem in plan.invalid[:5]:
+            warn(f"{problem}; redoing this run")
+        if len(plan.invalid) > 5:
+            warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
+        say(_announce(req, plan, session))
+        return _run_and_summarise(req, plan, held, session, echo, warn)
+    finally:
+        if session is not None:
+            session.close()
+        held.release()
+
+
+def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
+    spec = req.spec
+    replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
+    where = f"scheduler {session.describe()}" if session is not None else f"jobs {req.jobs}"
+    copied = (f", {len(plan.copies)} copied from identical runs of "
+              f"{', '.join(sorted({RunPath.parse(path).experiment for _, path in plan.copies}))}"
+              if plan.copies else "")
+    text = (f"{spec.name}: {len(plan.todo)} run(s) to do{copied}, {len(plan.skipped)} skipped (record exists)"
+            f"{replaced}; {req.iterations} iterations, {where}, results in {req.results}/{spec.name}/")
+    if plan.todo:
+        hours = estimated_hours(plan.todo, spec, req.results)
+        if hours is not None:
+            text += f"; about {hours:.2g} CPU-hour(s) at the pace of the records there"
+    return text
+
+
+def estimated_hours(todo: list[RunKey], spec: ExperimentSpec, results: Path) -> float | None:
+    """CPU-hours of ``todo`` at the pace of existing records of the same (solver, L, M) under
+    ``results`` (None when no such record exists)."""
+    pace: dict[tuple[str, int, int], float] = {}
+    for r in records.load_records(results, [spec.name]).records:
+        pace.setdefault((r.solver, r.L, r.M), r.seconds * spec.iterations / max(r.iterations, 1))
+    known = [pace[(k.solver, k.L, k.M)] for k in todo if (k.solver, k.L, k.M) in pace]
+    return sum(known) / 3600 if known else None
+
+
+def _run_and_summarise(req: SweepRequest, plan: Plan, held: locks.RunLocks, session: Any, echo: Echo,
+                       warn: Echo) -> int:
+    from lysep_cli.execution.progress import RichReporter
+
+    spec, results = req.spec, req.results
+    reporter = RichReporter(spec.name)
+    try:  # each run is marked started in its lock while computed (lysep status: running, not queued)
+        done = runner.run_experiment(spec, plan.todo, req.iterations, results, jobs=req.jobs,
+                                     reporter=held.reporting(reporter, results, spec.name),
+                                     cluster=session, copies=plan.copies)
+    except KeyboardInterrupt as exc:
+        saved = (" (a LySep run saved its checkpoint at the sweep it reached)"
+                 if any(runner.keeps_checkpoint(key.solver) for key in plan.todo) else "")
+        raise Interrupted(f"{interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
+                          f"flight left no record{saved}; rerun the same command to resume",
+                          interrupts.exit_code(exc)) from None
+    if done.data_state == "corrupt" or (done.data_state == "missing" and plan.skipped):
+        warn(f"{records.data_path(results, spec.name)} was {done.data_state}: restored")
+    copied = f", {len(done.copied)} copied" if done.copied else ""
+    echo(f"\nsummary of {spec.name} ({len(done.done)} run(s) done now{copied}, {len(plan.skipped)} "
+         f"skipped as done earlier, {len(done.failed)} failed):")
+    for line in summary_lines(done.done + done.copied + plan.skipped):
+        echo("  " + line)
+    for key, error in done.failed:
+        echo(f"  failed, no record: {key.label()}: {error}")
+    return 1 if done.failed else 0
