@@ -18,7 +18,6 @@ Exit codes, the same for every command, set in one place (:func:`_guarded`):
 from __future__ import annotations
 
 import functools
-import math
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, NoReturn, Optional, TypeVar
@@ -147,6 +146,7 @@ def run(
     """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped."""
     from lysep_cli.execution import cluster
     from lysep_cli.execution.sweep import SweepRequest, sweep
+    from lysep_cli.reports.selection import summary_lines
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
     solvers = specs.parse_solvers(solver, spec)
@@ -154,13 +154,12 @@ def run(
     specs.check_sizes(spec, solvers, size_list)
     opt.positive(iterations, "--iterations")
     opt.positive(jobs, "--jobs")
-    if not 0 < connect_timeout < math.inf:
-        raise SpecError(f"--connect-timeout must be a finite number > 0, got {connect_timeout:g}")
+    opt.positive_finite(connect_timeout, "--connect-timeout")
     req = SweepRequest(spec, solvers, size_list, specs.parse_seeds(seeds, spec),
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
                        cluster.resolve_target(scheduler, scheduler_file), connect_timeout)
     opt.writable_dir(results, "--results")
-    code = sweep(req, typer.echo, _warn, _say)
+    code = sweep(req, typer.echo, _warn, _say, summary_lines)
     if code:
         raise typer.Exit(code)
 

@@ -145,6 +145,11 @@ def positive(value: Optional[int], option: str) -> None:
         raise SpecError(f"{option} must be >= 1, got {value}")
 
 
+def positive_finite(value: float, option: str) -> None:
+    if not 0 < value < float("inf"):
+        raise SpecError(f"{option} must be a finite number > 0, got {value:g}")
+
+
 def solver_filter(solver: Optional[str], chosen: list[ExperimentSpec]) -> Optional[set[str]]:
     """The solver names of a report's ``--solver a,b`` (None: all); SpecError for a name that none of
     the chosen experiments configures."""

@@ -12,7 +12,6 @@ depend only on (spec, solver, L, M, seed, iterations) and are bit-identical acro
 
 from __future__ import annotations
 
-import inspect
 import multiprocessing as mp
 import os
 import queue as queue_mod
@@ -59,9 +58,8 @@ class RunKey:
 # One run, no file I/O.
 
 def keeps_checkpoint(solver: str) -> bool:
-    """Whether a run of ``solver`` saves checkpoints: its solver takes one (LySep) and they are on."""
-    return (checkpoints.interval() is not None
-            and "checkpoint" in inspect.signature(solver_def(solver).solve).parameters)
+    """Whether a run of ``solver`` saves checkpoints: its solver declares it can (LySep) and they are on."""
+    return checkpoints.interval() is not None and solver_def(solver).capabilities.checkpoint
 
 
 def _checkpoint(spec: ExperimentSpec, key: RunKey, iterations: int, results_dir: Path,

@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 from lysep_cli.execution import cluster, interrupts, memory, runner
 from lysep_cli.execution.runner import Plan, RunKey
-from lysep_cli.reports.selection import summary_lines
 from lysep_cli.specs import ExperimentSpec, SpecError
 from lysep_cli.store import atomic, locks, records
 from lysep_cli.store.layout import RunPath
+from lysep_cli.store.schema import RunRecord
 
 Echo = Callable[[str], None]
 
@@ -77,9 +77,10 @@ def _locked_plan(held: locks.RunLocks, req: SweepRequest, plan: Plan, make_plan:
         check(plan)
 
 
-def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo) -> int:
+def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
+          summarise: Callable[[list[RunRecord]], list[str]]) -> int:
     """Do the runs of ``req`` that have no record; ``say`` (stderr) announces the plan, ``echo``
-    (stdout) prints the summary.  Returns the exit code: 0, or 1 when a run failed with an error.
+    (stdout) prints the summary (``summarise``: lines from the records done, copied and skipped).  Returns the exit code: 0, or 1 when a run failed with an error.
     :class:`Interrupted` on a stop; SpecError / ClusterError for bad input (nothing written)."""
     spec, results, jobs = req.spec, req.results, req.jobs
     held = locks.RunLocks()  # dropped at the end (or when the process ends, however it ends)
@@ -110,7 +111,7 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo) -> int:
         if len(plan.invalid) > 5:
             warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
         say(_announce(req, plan, session))
-        return _run_and_summarise(req, plan, held, session, echo, warn)
+        return _run_and_summarise(req, plan, held, session, echo, warn, summarise)
     finally:
         if session is not None:
             session.close()
@@ -144,7 +145,7 @@ def estimated_hours(todo: list[RunKey], spec: ExperimentSpec, results: Path) -> 
 
 
 def _run_and_summarise(req: SweepRequest, plan: Plan, held: locks.RunLocks, session: Any, echo: Echo,
-                       warn: Echo) -> int:
+                       warn: Echo, summarise: Callable[[list[RunRecord]], list[str]]) -> int:
     from lysep_cli.execution.progress import RichReporter
 
     spec, results = req.spec, req.results
@@ -164,7 +165,7 @@ def _run_and_summarise(req: SweepRequest, plan: Plan, held: locks.RunLocks, sess
     copied = f", {len(done.copied)} copied" if done.copied else ""
     echo(f"\nsummary of {spec.name} ({len(done.done)} run(s) done now{copied}, {len(plan.skipped)} "
          f"skipped as done earlier, {len(done.failed)} failed):")
-    for line in summary_lines(done.done + done.copied + plan.skipped):
+    for line in summarise(done.done + done.copied + plan.skipped):
         echo("  " + line)
     for key, error in done.failed:
         echo(f"  failed, no record: {key.label()}: {error}")

@@ -10,15 +10,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from lysep_cli.numerics.problems import OperatorCoefficients, Problem, make_problem
 from lysep_cli.numerics.sampling import train_test_points
-
-if TYPE_CHECKING:
-    from lysep_cli.specs import ExperimentSpec
 
 
 @dataclass(frozen=True)
@@ -68,6 +65,16 @@ def _build(pde: str, d: int, solution: str | None, n_train: int, n_test: int) ->
     return ExperimentData(problem, Z_train, Z_test, TrainingData.build(problem, Z_train), sha)
 
 
-def experiment_data(spec: "ExperimentSpec") -> ExperimentData:
+class DataSpec(Protocol):
+    """What fixes an experiment's data set (an :class:`~lysep_cli.specs.ExperimentSpec` has it)."""
+
+    pde: str
+    d: int
+    solution: str | None
+    n_train: int
+    n_test: int
+
+
+def experiment_data(spec: DataSpec) -> ExperimentData:
     """The experiment's data set (cached per process); unpacks as (problem, Z_train, Z_test, training, sha)."""
     return _build(spec.pde, spec.d, spec.solution, spec.n_train, spec.n_test)

@@ -46,6 +46,7 @@ from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import make_problem
 from lysep_cli.reports.cellstats import (ALPHA, RATIO_BOUND, Cell, by_cell, cell_of, compare_archives,
                                          compare_cell)
+from lysep_cli.solvers import solver_def
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import records
 from lysep_cli.store.fingerprint import differing, fingerprint, same_platform
@@ -62,11 +63,17 @@ WEIGHTS_TOLERANCE = 1e-9
 #: history entries compared per run for the solvers that amplify round-off (LySep: entries 0..5 agree
 #: within 6e-10 across kernels at kappa = 1e9, entries 6..10 drift to 9e-8; measured)
 PREFIX = 6
-#: solvers whose reruns stay within round-off of each other over the whole run (measured on other
-#: BLAS kernels and NumPy SIMD paths: docs/reproducibility.md); the others are compared on a prefix
-ROUND_OFF_STABLE = frozenset({"rfls", "pinn"})
 
 LEVELS = ("auto", "exact", "tolerant", "statistical")
+
+
+def _round_off_stable(solver: str) -> bool:
+    """Whether the solver declares its reruns stay within round-off over the whole run (rfls, PINN:
+    measured on other BLAS kernels and NumPy SIMD paths); the others are compared on a prefix."""
+    try:
+        return solver_def(solver).capabilities.round_off_stable
+    except ValueError:  # a solver this lysep does not know
+        return False
 
 
 def condition(record: RunRecord) -> float:
@@ -224,7 +231,7 @@ def judge(record: RunRecord, archived_params: Params, rerun: RunRecord, rerun_pa
     tol = tolerance(record)
     if tol is None:
         return Check(record, worst, where, False, "ill-conditioned", differs=differs)
-    if record.solver in ROUND_OFF_STABLE:
+    if _round_off_stable(record.solver):
         return Check(record, worst, where, False, "tolerant", tol, differs)
     head, head_where, _ = differences(record, archived_params, rerun, rerun_params, prefix=PREFIX)
     return Check(record, head, head_where, False, "tolerant", tol, differs,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-from lysep_cli.solvers.base import Solver, SolverDef, SolveResult, TrainingData
+from lysep_cli.solvers.base import Capabilities, Solver, SolverDef, SolveResult, TrainingData
 from lysep_cli.solvers.settings import SettingsError, SolverSettings
 
 SOLVERS: dict[str, str] = {
@@ -28,7 +28,8 @@ def solver_def(name: str) -> SolverDef:
         raise ValueError(f"unknown solver {name!r}; choose from {', '.join(SOLVERS)}")
     module_name, _, func = SOLVERS[name].partition(":")
     module = import_module(module_name)
-    return SolverDef(name, module.Settings, getattr(module, func or "solve"))
+    return SolverDef(name, module.Settings, getattr(module, func or "solve"),
+                     getattr(module, "CAPABILITIES", Capabilities()))
 
 
 def get_solver(name: str) -> Solver:

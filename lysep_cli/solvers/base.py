@@ -1,14 +1,20 @@
 """The contract every solver meets: same inputs, one result type, one meaning of divergence.
 
-A solver is a module with a ``Settings`` dataclass (:class:`~lysep_cli.solvers.settings.SolverSettings`)
-and a function::
+A solver is a module with a ``Settings`` dataclass (:class:`~lysep_cli.solvers.settings.SolverSettings`),
+a function::
 
-    solve(problem, data, params0, settings, iterations, progress=None) -> SolveResult
+    solve(problem, data, params0, settings, iterations, progress=None[, checkpoint=None]) -> SolveResult
+
+and, optionally, ``CAPABILITIES`` (:class:`Capabilities`: what it can do beyond the contract; the
+default claims nothing).  What sizes it accepts and how long its history is are its settings' to say
+(``Settings.size_error(L, M)``, ``Settings.history_length(iterations)``).
 
 ``data`` holds the training set in the paper's layout (:class:`~lysep_cli.numerics.dataset.TrainingData`);
 ``params0`` the seeded initial network (shared by every solver for a seed, never modified);
 ``settings`` its ``Settings`` (a mapping is accepted and validated with ``Settings.coerce``);
-``progress(k, loss)`` is called after iteration k = 0, 1, ... (it may raise KeyboardInterrupt).
+``progress(k, loss)`` is called after iteration k = 0, 1, ... (it may raise KeyboardInterrupt);
+``checkpoint`` (only for a solver whose capabilities say so) resumes the run from a saved state and saves
+it as it comes due (:class:`Checkpoint`); the result is the uninterrupted run's, bit for bit.
 
 ``tests/test_contract.py`` holds every registered solver to this contract.
 """
@@ -76,6 +82,31 @@ def diverged(params: Params, history: dict[str, list[float]], at: int, message: 
                        iterations_done=at, diverged_at=at, **fields)
 
 
+class Checkpoint(Protocol):
+    """A run's saved state, as a solver that resumes sees it (lysep_cli/store/checkpoint.py keeps it)."""
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def due(self) -> bool: ...
+
+    def save(self, meta: dict[str, Any], arrays: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a solver declares beyond the contract (its module's ``CAPABILITIES``).
+
+    checkpoint : ``solve`` takes ``checkpoint=`` and resumes from it (the contract test checks that a
+        resumed run is the uninterrupted one).
+    round_off_stable : reruns on another BLAS kernel or NumPy SIMD path stay within round-off of each
+        other over the whole run (measured: docs/reproducibility.md); False: round-off is amplified, and
+        ``lysep verify`` compares a rerun's first history entries only.
+    """
+
+    checkpoint: bool = False
+    round_off_stable: bool = False
+
+
 class Solver(Protocol):
     def __call__(self, problem: Problem, data: TrainingData, params0: Params, settings: Any,
                  iterations: int, progress: Progress | None = None) -> SolveResult: ...
@@ -83,15 +114,17 @@ class Solver(Protocol):
 
 @dataclass(frozen=True)
 class SolverDef:
-    """A registered solver: its name, settings class and solve function."""
+    """A registered solver: its name, settings class, solve function and capabilities."""
 
     name: str
     Settings: type[SolverSettings]
     solve: Solver
+    capabilities: Capabilities = Capabilities()
 
 
 def copy_params(params: Params) -> Params:
     return [(W.copy(), b.copy()) for W, b in params]
 
 
-__all__ = ["Progress", "SolveResult", "Solver", "SolverDef", "TrainingData", "copy_params", "diverged"]
+__all__ = ["Capabilities", "Checkpoint", "Progress", "SolveResult", "Solver", "SolverDef", "TrainingData",
+           "copy_params", "diverged"]

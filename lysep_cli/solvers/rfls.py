@@ -25,8 +25,11 @@ import scipy.linalg
 from lysep_cli.numerics.jacobian import output_layer_system
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.base import Capabilities, Progress, SolveResult, TrainingData, copy_params, diverged
 from lysep_cli.solvers.settings import SolverSettings, setting
+
+#: one least-squares solve: nothing to amplify round-off (measured: docs/reproducibility.md)
+CAPABILITIES = Capabilities(round_off_stable=True)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.network import Params, pinn_loss
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Progress, SolveResult, TrainingData
+from lysep_cli.solvers.base import Capabilities, Checkpoint, Progress, SolveResult, TrainingData
 from lysep_cli.solvers.lysep.line import line_model
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient,
                                           gradient_blocks, lysep_loss, update_terms, weights)
@@ -30,7 +30,9 @@ from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
 from lysep_cli.solvers.lysep.weights import paper_constant, theorem_constant
 from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import Backtracking, FixedStep, StepRule
-from lysep_cli.store.checkpoint import Checkpoint
+
+#: resumes from a checkpoint; amplifies round-off from sweep to sweep (docs/reproducibility.md)
+CAPABILITIES = Capabilities(checkpoint=True)
 
 
 def block_order(L: int) -> tuple[str, ...]:
