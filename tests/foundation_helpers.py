@@ -21,32 +21,32 @@ from lysep_cli.solvers.settings import NoSettings
 
 Settings = NoSettings  # the settings of the stub solvers below (the registry reads module.Settings)
 
-TINY_YAML = """\
-experiments:
-  elliptic-2d:
-    table: 1
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[3, 6], [2, 5]]
-    n_train: 60
-    n_test: 40
-    iterations: 5
-    seeds: [0, 1]
-    solvers:
-      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
-  parabolic-5d:
-    table: 3
-    pde: parabolic
-    d: 2
-    sizes: [[3, 5]]
-    n_train: 50
-    n_test: 30
-    iterations: 5
-    seeds: [0, 1]
-    solvers:
-      pinn: {lr: 1.0e-3}
-"""
+PINN = "{lr: 1.0e-3, lr_final: 1.0e-4}"
+LYSEP = "{step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}"
+
+
+def experiment_yaml(name: str, solvers: dict[str, str], *, table: int | None = None, pde: str = "elliptic",
+                    d: int = 2, solution: str | None = "exp-sin", sizes: list = ([3, 6],), n_train: int = 60,
+                    n_test: int = 40, iterations: int = 5, seeds: list = (0, 1)) -> str:
+    """One experiment of an experiments file (tiny by default: seconds per run); ``solvers`` maps a
+    solver to its settings written as a YAML flow mapping.  The one place the tests write experiments."""
+    lines = [f"  {name}:"] + ([f"    table: {table}"] if table is not None else [])
+    lines += [f"    pde: {pde}", f"    d: {d}"] + ([f"    solution: {solution}"] if solution else [])
+    lines += [f"    sizes: {[list(s) for s in sizes]}", f"    n_train: {n_train}", f"    n_test: {n_test}",
+              f"    iterations: {iterations}", f"    seeds: {list(seeds)}", "    solvers:"]
+    lines += [f"      {solver}: {settings}" for solver, settings in solvers.items()]
+    return "\n".join(lines) + "\n"
+
+
+def experiments_yaml(*experiments: str) -> str:
+    """An experiments file of the :func:`experiment_yaml` blocks."""
+    return "experiments:\n" + "".join(experiments)
+
+
+TINY_YAML = experiments_yaml(
+    experiment_yaml("elliptic-2d", {"pinn": PINN}, table=1, sizes=[[3, 6], [2, 5]]),
+    experiment_yaml("parabolic-5d", {"pinn": "{lr: 1.0e-3}"}, table=3, pde="parabolic", solution=None,
+                    sizes=[[3, 5]], n_train=50, n_test=30))
 
 
 def untimed(record: dict) -> dict:
@@ -69,20 +69,8 @@ def resumable_part(record: dict) -> dict:
 
 def tiny_lysep_yaml(iterations: int, seeds: str) -> str:
     """Experiment ``tiny``: LySep on a 2-D elliptic problem at (3,6), seconds per run."""
-    return f"""\
-experiments:
-  tiny:
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[3, 6]]
-    n_train: 60
-    n_test: 40
-    iterations: {iterations}
-    seeds: [{seeds}]
-    solvers:
-      lysep: {{step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}}
-"""
+    return experiments_yaml(experiment_yaml("tiny", {"lysep": LYSEP}, iterations=iterations,
+                                            seeds=[int(x) for x in seeds.split(",")]))
 
 
 def tiny_lysep_run(config: Path, results: Path, env: dict, *extra: str) -> subprocess.Popen:

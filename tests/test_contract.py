@@ -164,3 +164,54 @@ def test_unsupported_sizes_are_declared(name):
     reasons = {L: s.size_error(L, 5) for L in (2, 3, 4)}
     assert any(r is None for r in reasons.values())
     assert all(r is None or isinstance(r, str) and "\n" not in r for r in reasons.values())
+
+
+class _MemoryCheckpoint:
+    """A checkpoint kept in memory (the Checkpoint protocol of lysep_cli/solvers/base.py), due at every
+    iteration; ``stop_after`` saves makes the run stop there, as a kill would."""
+
+    def __init__(self, stop_after: int | None = None):
+        self.saved: tuple | None = None
+        self.saves = 0
+        self.stop_after = stop_after
+
+    def load(self):
+        if self.saved is None:
+            return None
+        meta, arrays = self.saved
+        return {"meta": json.loads(json.dumps(meta)), "arrays": {k: np.array(v) for k, v in arrays.items()}}
+
+    def due(self) -> bool:
+        return True
+
+    def save(self, meta, arrays) -> None:
+        self.saved = (json.loads(json.dumps(meta)), {k: np.array(v) for k, v in arrays.items()})
+        self.saves += 1
+        if self.stop_after is not None and self.saves >= self.stop_after:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_declared_capabilities_match_the_solve_function(name):
+    import inspect
+
+    d = solver_def(name)
+    takes = "checkpoint" in inspect.signature(d.solve).parameters
+    assert d.capabilities.checkpoint == takes, name
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if solver_def(n).capabilities.checkpoint])
+def test_a_solver_that_declares_checkpoints_resumes_to_the_uninterrupted_run(name, problem_data):
+    problem, train = problem_data
+    params0 = init_params(problem.n_in, depth(name), 5, seed=2)
+    run = lambda ckpt: solver_def(name).solve(problem, train, params0, settings_of(name), 6, None,  # noqa: E731
+                                              checkpoint=ckpt)
+    whole = run(None)
+    ckpt = _MemoryCheckpoint(stop_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        run(ckpt)
+    ckpt.stop_after = None
+    resumed = run(ckpt)
+    assert resumed.history == whole.history
+    for (Wa, ba), (Wb, bb) in zip(whole.params, resumed.params):
+        assert np.array_equal(Wa, Wb) and np.array_equal(ba, bb)

@@ -12,26 +12,13 @@ from lysep_cli.cli import app
 from lysep_cli.reports.depth import depth_summary, hidden_moves
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import write_tiny
+from foundation_helpers import LYSEP, experiment_yaml, experiments_yaml, write_tiny
 
 cli = CliRunner()
 
-DEPTH_YAML = """\
-experiments:
-  tiny-depth:
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[2, 6], [4, 6]]
-    n_train: 60
-    n_test: 40
-    iterations: 4
-    seeds: [0, 1]
-    solvers:
-      pinn: {lr: 1.0e-2, lr_final: 1.0e-3}
-      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
-      rfls: {rcond: auto}
-"""
+DEPTH_YAML = experiments_yaml(experiment_yaml(
+    "tiny-depth", {"pinn": "{lr: 1.0e-2, lr_final: 1.0e-3}", "lysep": LYSEP, "rfls": "{rcond: auto}"},
+    sizes=[[2, 6], [4, 6]], iterations=4))
 
 
 @pytest.fixture(scope="module")

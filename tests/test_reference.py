@@ -5,8 +5,8 @@ The channel engine and LySep's line models must not change the numbers beyond ro
 - one iteration of every solver agrees with the fixture to 1e-12 (norm-wise relative);
 - four iterations agree to 1e-12 for every solver, LySep with direct trials included;
 - LySep (direct trials, the default) agrees to 1e-12 after four sweeps (test_lysep_direct_trials_...);
-  the tolerance of the general test is 1e-8 for LySep so that it also holds with the line models
-  (``LySepIteration.use_lines``, off by default, docs/engine.md): the W_3 least-squares
+  the tolerance of the general test is 1e-8 for LySep so that it also held with the line models
+  (now benchmarks/lysep_line_models.py, docs/engine.md): the W_3 least-squares
   solve of each sweep is ill-conditioned, so round-off-level differences in the trial evaluations grow
   from sweep to sweep (docs/engine.md measures this over long runs).  With the paper's fixed step
   (tau = 1e-4 here, which diverges: J goes 0.4 -> 21 in three sweeps) they grow to 1e-5 in four sweeps;
@@ -26,7 +26,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "reference"))
 from make_reference import OUT, cases, flatten_result, run_case  # noqa: E402
 
-from lysep_cli.solvers.lysep.algorithm import LySepIteration
 
 REFERENCE = np.load(OUT)
 CASES = list(cases())
@@ -57,6 +56,5 @@ def test_matches_reference(name, solver, settings, pkey, L, n):
 
 @pytest.mark.parametrize("name,solver,settings,pkey,L,n", [c for c in CASES if c[1] == "lysep" and c[5] > 1],
                          ids=[c[0] for c in CASES if c[1] == "lysep" and c[5] > 1])
-def test_lysep_direct_trials_match_reference(monkeypatch, name, solver, settings, pkey, L, n):
-    monkeypatch.setattr(LySepIteration, "use_lines", False)
+def test_lysep_direct_trials_match_reference(name, solver, settings, pkey, L, n):
     _compare(name, run_case(solver, settings, pkey, L, n), 1e-12)

@@ -10,49 +10,14 @@ from typer.testing import CliRunner
 from lysep_cli.store import records
 from lysep_cli.cli import app
 
-from foundation_helpers import write_tiny
+from foundation_helpers import LYSEP, PINN, experiment_yaml, experiments_yaml, write_tiny
 
 cli = CliRunner()
 
-TWIN_YAML = """\
-experiments:
-  elliptic-2d:
-    table: 1
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[3, 6]]
-    n_train: 60
-    n_test: 40
-    iterations: 5
-    seeds: [0, 1]
-    solvers:
-      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
-      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
-  elliptic-2d-depth:
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[2, 6], [3, 6]]
-    n_train: 60
-    n_test: 40
-    iterations: 5
-    seeds: [0, 1]
-    solvers:
-      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
-      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
-  elliptic-2d-other-lr:
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[3, 6]]
-    n_train: 60
-    n_test: 40
-    iterations: 5
-    seeds: [0, 1]
-    solvers:
-      pinn: {lr: 2.0e-3, lr_final: 1.0e-4}
-"""
+TWIN_YAML = experiments_yaml(
+    experiment_yaml("elliptic-2d", {"pinn": PINN, "lysep": LYSEP}, table=1),
+    experiment_yaml("elliptic-2d-depth", {"pinn": PINN, "lysep": LYSEP}, sizes=[[2, 6], [3, 6]]),
+    experiment_yaml("elliptic-2d-other-lr", {"pinn": "{lr: 2.0e-3, lr_final: 1.0e-4}"}))
 
 
 def _run(config, results, experiment, *args):

@@ -7,27 +7,12 @@ from typer.testing import CliRunner
 from lysep_cli.cli import app
 from lysep_cli.specs import load_specs
 
-from foundation_helpers import store, synthetic_record, write_tiny
+from foundation_helpers import LYSEP, PINN, experiment_yaml, experiments_yaml, store, synthetic_record, write_tiny
 
 cli = CliRunner()
 
-STATUS_YAML = """\
-experiments:
-  elliptic-2d:
-    table: 1
-    pde: elliptic
-    d: 2
-    solution: exp-sin
-    sizes: [[3, 6], [2, 5]]
-    n_train: 60
-    n_test: 40
-    iterations: 5
-    seeds: [0, 1, 2]
-    solvers:
-      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
-      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
-      rfls: {rcond: auto}
-"""
+STATUS_YAML = experiments_yaml(experiment_yaml("elliptic-2d", {"pinn": PINN, "lysep": LYSEP, "rfls": "{rcond: auto}"},
+                                              table=1, sizes=[[3, 6], [2, 5]], seeds=[0, 1, 2]))
 
 
 def _archive(tmp_path):

@@ -1,21 +1,21 @@
 """A stop (Ctrl-C, SIGTERM) that lets the LySep run in progress save its checkpoint first.
 
-Without this, a stop raises KeyboardInterrupt wherever the run is, and the next ``lysep run`` resumes
-from the checkpoint written last: up to :data:`lysep_cli.store.checkpoint.DEFAULT_SECONDS` (2 minutes) of
-sweeps earlier.  While a run that keeps a checkpoint is computed, :func:`deferred` holds the first stop
-until the end of the sweep in progress (about a second at the paper's largest size):
+While a run that keeps a checkpoint is computed, :func:`deferred` holds the first stop until the end of
+the sweep in progress (about a second at the paper's largest size), so the next ``lysep run`` resumes
+from that sweep rather than from the last periodic save (up to
+:data:`lysep_cli.store.checkpoint.DEFAULT_SECONDS` earlier):
 
 - the solver's next ``checkpoint.due()`` is True (:class:`SavingCheckpoint`), so it saves its state;
 - the progress callback, called right after, then acts on the stop (:func:`check`): in the ``lysep``
-  process it raises it (exit 130 / 143 as before), in a worker process it ends the worker;
+  process it raises it (exit 130 / 143), in a worker process it ends the worker;
 - a stop during the last sweep lets the run finish: its record is written, then the stop is raised.
 
 A second Ctrl-C or SIGTERM to the ``lysep`` process acts at once.  Workers (``--jobs N``) ignore Ctrl-C:
 the parent stops them with SIGTERM, gives them :data:`GRACE_SECONDS` to save and exit
 (:func:`stop_workers`), then kills them.  In a worker every SIGTERM only asks for the stop (a batch
 scheduler signals each process of a job, and the parent then signals again).  A run without a checkpoint
-(PINN, the baselines) stops at once, as before.  Runs on a dask cluster keep no checkpoint (its workers
-may not share the disk) and are cancelled as before.
+(PINN, the baselines) stops at once.  Runs on a dask cluster keep no checkpoint (its workers may not
+share the disk) and are cancelled.
 """
 
 from __future__ import annotations

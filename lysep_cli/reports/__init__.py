@@ -1,0 +1,1 @@
+"""What the records show: tables, the comparison with the paper, figures, status, studies, verification."""

@@ -23,7 +23,6 @@ from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.network import Params, pinn_loss
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Capabilities, Checkpoint, Progress, SolveResult, TrainingData
-from lysep_cli.solvers.lysep.line import line_model
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient,
                                           gradient_blocks, lysep_loss, update_terms, weights)
 from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
@@ -44,7 +43,6 @@ def block_order(L: int) -> tuple[str, ...]:
 
 
 GRADIENT_BLOCKS = gradient_blocks(3)
-ORDER = block_order(3)
 
 
 @dataclass(frozen=True)
@@ -89,12 +87,6 @@ def bound_factor(pde: str, d: int) -> float:
 class LySepIteration:
     """The state of Algorithms 1-3 between iterations: variables, cached terms, step rules."""
 
-    use_lines = False
-    """Trials through the blocks' line models (solvers/lysep/line.py, L = 3 only) instead of recomputing the
-    constraint groups.  Off: once ||W_3|| is large the penalties of J_S weigh round-off in the residuals,
-    and the line models' incrementally updated residuals drift from the state's (bound violations and a
-    different trajectory at elliptic-2d (3,80), docs/engine.md); every trial recomputes its groups."""
-
     def __init__(self, params0: Params, data: LySepData, settings: Settings,
                  rules: dict[str, StepRule] | None = None):
         self.data = data
@@ -119,8 +111,7 @@ class LySepIteration:
 
     def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         """Back to a :meth:`snapshot`.  The residuals, weights and caches are recomputed from the variables:
-        each is a function of the variables alone, so they come out as the run had them, bit for bit
-        (not so with the line models, whose residuals are updated incrementally: no snapshot then)."""
+        each is a function of the variables alone, so they come out as the run had them, bit for bit."""
         v: dict[str, Any] = {}
         for key, a in arrays.items():
             if key.startswith("v_"):
@@ -144,16 +135,6 @@ class LySepIteration:
         wt = weights(st, data)
         g = gradient(block, st, data, terms, self.mode, wt)
         J0 = self.J_S
-        line = line_model(block, st, terms, data, g) if self.use_lines and self.L == 3 else None
-        if line is not None:
-            # J_S(x - t g) from the block's line model: no constraint group is recomputed per trial.
-            _, t_accepted, _ = self.rules[block].step(line.baseline(), float(np.sum(g * g)),
-                                                      lambda t: (line.value(t), t))
-            if t_accepted is not None:
-                self.st, self.terms = line.accept(t_accepted)
-                self.J_S = lysep_loss(self.st, data, self.terms).J_S
-                self.accepted_steps[block] += 1
-            return
         x = getattr(st, block)
 
         def trial(t: float):
@@ -216,8 +197,6 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
                             "seconds": 0.0, "resumed_at": []}
     hist_JS, hist_J = [it.J_S], [J0]
     status, diverged_at = ("ok", None) if np.isfinite(it.J_S) and np.isfinite(J0) else ("diverged", 0)
-    if checkpoint is not None and it.use_lines:
-        checkpoint = None  # incrementally updated residuals are not a function of the variables alone
     saved = checkpoint.load() if checkpoint is not None and status == "ok" else None
     if saved is not None:
         loop = saved["meta"]["loop"]

@@ -1,6 +1,8 @@
 """J_S along a search direction: the trials of one block's step without recomputing its constraint groups.
 
-L = 3 only (the paper's depth and the fast path); other depths evaluate trials directly (lysep.LySepIteration).
+Not used by lysep (a measured negative result, docs/engine.md): once ||W_3|| is large the penalties of
+J_S weigh round-off in the residuals, and these incrementally updated residuals drift from the state's
+(bound violations and a different trajectory at elliptic-2d (3,80)).  L = 3 only.
 
 A gradient step on block x tries J_S(x - t g) for one or more t (Armijo backtracking: two trials per
 block per sweep in steady state).  For every block but a_1, J_S(x - t g) is a polynomial in t per sample,
@@ -33,6 +35,8 @@ so that the next block starts from the values a direct evaluation of the state w
 """
 
 from __future__ import annotations
+
+import lysep_cli  # noqa: F401  first: it pins the platform before NumPy loads (lysep_cli.platform_pin)
 
 from typing import Callable
 

@@ -1,11 +1,17 @@
-"""Line models of LySep's blocks (solvers/lysep/line.py) against direct evaluation of J_S(x - t g)."""
+"""Line models of LySep's blocks (benchmarks/lysep_line_models.py) against direct evaluation of J_S(x - t g).
+
+The line models are a measured negative result (docs/engine.md): not used by lysep.  Check them with
+``PYTHONPATH=tests:benchmarks .venv/bin/python -m pytest benchmarks/lysep_line_models_check.py``.
+"""
 
 from __future__ import annotations
+
+import lysep_cli  # noqa: F401  first: it pins the platform before NumPy loads (lysep_cli.platform_pin)
 
 import numpy as np
 import pytest
 
-from lysep_cli.solvers.lysep.line import LINES, line_model
+from lysep_line_models import LINES, line_model
 from lysep_cli.solvers.lysep.loss import compute_terms, gradient, lysep_loss, update_terms, weights
 from test_lysep import CASES, perturbed_state, setup
 
