@@ -63,7 +63,7 @@ reproduce: install
 	$(MAKE) --no-print-directory runs outputs
 
 compact: install
-	$(BIN)/python -m lysep_cli.compact $(RESULTS)
+	$(BIN)/python -m lysep_cli.store.compact $(RESULTS)
 
 reproduce-quick:
 	$(MAKE) --no-print-directory reproduce REPRODUCE=quick
