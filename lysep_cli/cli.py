@@ -29,7 +29,7 @@ from lysep_cli import specs
 from lysep_cli.execution import interrupts
 from lysep_cli.options import (DEFAULT_RESULTS, Config, Experiments, Flag, Out, Results, ShownIterations,
                                SolverFilter, decimal_number, path_value, whole_number)
-from lysep_cli.specs import SpecError
+from lysep_cli.specs import BadInput
 from lysep_cli.store import records
 
 app = typer.Typer(cls=opt.OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -51,7 +51,7 @@ def _say(message: str) -> None:
 
 
 def _guarded(what: str) -> Callable[[F], F]:
-    """The one place that maps errors to exit codes: bad input (SpecError, ClusterError) -> 2; nothing to
+    """The one place that maps errors to exit codes: bad input (BadInput, ClusterError) -> 2; nothing to
     show -> 1; Ctrl-C / SIGTERM -> 130 / 143; an OS error (disk full, ...) -> 1.  Each is one line."""
 
     def decorate(command: F) -> F:
@@ -63,7 +63,7 @@ def _guarded(what: str) -> Callable[[F], F]:
 
             try:
                 return command(*args, **kwargs)
-            except (SpecError, ClusterError) as exc:
+            except (BadInput, ClusterError) as exc:
                 _fail(str(exc))
             except NothingToShow as exc:
                 _fail(str(exc), code=1)
@@ -206,7 +206,7 @@ def compare(
 
     opt.choice(fmt, ("markdown", "latex"))
     if headline and fmt != "markdown":
-        raise SpecError("--headline is Markdown only (drop --format latex)")
+        raise BadInput("--headline is Markdown only (drop --format latex)")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     names = [s.name for s in shown]
@@ -238,13 +238,13 @@ def verify(
     from lysep_cli.reports.selection import load_selection, nothing_to_show
 
     if all_runs and sample is not None:
-        raise SpecError("--sample and --all exclude each other")
+        raise BadInput("--sample and --all exclude each other")
     opt.positive(sample, "--sample")
     if seed < 0:
-        raise SpecError(f"--seed must be >= 0, got {seed}")
+        raise BadInput(f"--seed must be >= 0, got {seed}")
     opt.choice(level, verifier.LEVELS, "--level")
     if sum(bool(x) for x in (weights, against is not None, cells)) > 1:
-        raise SpecError("--weights, --against and --cells exclude each other")
+        raise BadInput("--weights, --against and --cells exclude each other")
     if against is not None:
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -350,7 +350,7 @@ def study_step_size(
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
     if "lysep" not in spec.solvers:
-        raise SpecError(f"{spec.name}: no lysep settings in the experiments file")
+        raise BadInput(f"{spec.name}: no lysep settings in the experiments file")
     size_list = specs.parse_sizes(sizes, spec)
     seed_list = specs.parse_seeds(seeds, spec)
     specs.check_sizes(spec, ["lysep"], size_list)

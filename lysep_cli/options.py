@@ -1,7 +1,7 @@
 """The command line's inputs: the options every command shares, their parsers, and the checks of
 paths, experiments and solver selections made before anything is read or written.
 
-A bad value raises :class:`~lysep_cli.specs.SpecError` (or typer's BadParameter while parsing) with one
+A bad value raises :class:`~lysep_cli.specs.BadInput` (or typer's BadParameter while parsing) with one
 line naming the option: the command ends with exit code 2 and nothing written (lysep_cli/cli.py).
 """
 
@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from lysep_cli import specs
-from lysep_cli.specs import ExperimentSpec, SpecError
+from lysep_cli.specs import ExperimentSpec, BadInput
 
 #: click's base exception class, found through typer (which may vendor click)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
@@ -122,10 +122,10 @@ def parse_taus(taus: str) -> list[float]:
     """``--taus 0,1e-8,1``: finite numbers >= 0 written in the digits 0-9 (no empty item, "nan", "1_0")."""
     items = [t.strip() for t in taus.split(",")]
     if not all(DECIMAL.fullmatch(t) for t in items):
-        raise SpecError(f"--taus: expected comma-separated numbers in the digits 0-9, got {taus!r}")
+        raise BadInput(f"--taus: expected comma-separated numbers in the digits 0-9, got {taus!r}")
     values = [float(t) for t in items]
     if any(not (t >= 0 and t != float("inf")) for t in values):
-        raise SpecError(f"--taus: need one or more finite values >= 0, got {taus!r}")
+        raise BadInput(f"--taus: need one or more finite values >= 0, got {taus!r}")
     return values
 
 
@@ -136,22 +136,22 @@ def load(config: Optional[Path]) -> dict[str, ExperimentSpec]:
 def choice(value: str, allowed: tuple[str, ...], option: str = "--format") -> str:
     if value not in allowed:
         what = "format" if option == "--format" else "value"
-        raise SpecError(f"{option}: unknown {what} {value!r} (choose from {', '.join(allowed)})")
+        raise BadInput(f"{option}: unknown {what} {value!r} (choose from {', '.join(allowed)})")
     return value
 
 
 def positive(value: Optional[int], option: str) -> None:
     if value is not None and value < 1:
-        raise SpecError(f"{option} must be >= 1, got {value}")
+        raise BadInput(f"{option} must be >= 1, got {value}")
 
 
 def positive_finite(value: float, option: str) -> None:
     if not 0 < value < float("inf"):
-        raise SpecError(f"{option} must be a finite number > 0, got {value:g}")
+        raise BadInput(f"{option} must be a finite number > 0, got {value:g}")
 
 
 def solver_filter(solver: Optional[str], chosen: list[ExperimentSpec]) -> Optional[set[str]]:
-    """The solver names of a report's ``--solver a,b`` (None: all); SpecError for a name that none of
+    """The solver names of a report's ``--solver a,b`` (None: all); BadInput for a name that none of
     the chosen experiments configures."""
     if solver is None:
         return None
@@ -160,18 +160,18 @@ def solver_filter(solver: Optional[str], chosen: list[ExperimentSpec]) -> Option
     unknown = sorted(wanted - known)
     if unknown:
         names = ", ".join(repr(u) for u in unknown)
-        raise SpecError(f"--solver: unknown solver {names} (choose from {', '.join(sorted(known))})")
+        raise BadInput(f"--solver: unknown solver {names} (choose from {', '.join(sorted(known))})")
     return wanted
 
 
 def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, int]]:
-    """``--cells pinn:3x30,rfls:3x50`` as {(solver, L, M)}; SpecError for a malformed entry."""
+    """``--cells pinn:3x30,rfls:3x50`` as {(solver, L, M)}; BadInput for a malformed entry."""
     out = set()
     for part in text.split(","):
         name, _, size = part.strip().partition(":")
         L, _, M = size.partition("x")
         if not (name and L.isdigit() and M.isdigit()):
-            raise SpecError(f"--cells: expected SOLVER:LxM[,...] (e.g. pinn:3x30), got {part.strip()!r}")
+            raise BadInput(f"--cells: expected SOLVER:LxM[,...] (e.g. pinn:3x30), got {part.strip()!r}")
         solver_filter(name, chosen)
         out.add((name, int(L), int(M)))
     return out
@@ -189,17 +189,17 @@ def report_specs(config: Optional[Path], experiments: Optional[list[str]], resul
 
 
 def _one_line_errors(check: Callable[[Path, str], Path]) -> Callable[[Path, str], Path]:
-    """A path the OS refuses to look at (a NUL byte, a name too long, ...) is a SpecError too."""
+    """A path the OS refuses to look at (a NUL byte, a name too long, ...) is a BadInput too."""
 
     @functools.wraps(check)
     def wrapper(path: Path, option: str) -> Path:
         try:
             return check(path, option)
         except (OSError, ValueError) as exc:
-            if isinstance(exc, SpecError):
+            if isinstance(exc, BadInput):
                 raise
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise SpecError(f"{option} {str(path)!r}: unusable path ({why})") from None
+            raise BadInput(f"{option} {str(path)!r}: unusable path ({why})") from None
 
     return wrapper
 
@@ -216,15 +216,15 @@ def _nearest_existing(path: Path) -> Path:
 def writable_dir(path: Path, option: str) -> Path:
     """``path`` is a directory this process can create files in, or one it can create."""
     if str(path) == "":
-        raise SpecError(f"{option}: empty path")
+        raise BadInput(f"{option}: empty path")
     base = _nearest_existing(path)
     dangling = " (a symbolic link to nothing, or a loop)" if base.is_symlink() and not base.exists() else ""
     if base == path.absolute() and not base.is_dir():
-        raise SpecError(f"{option} {path}: exists and is not a directory{dangling}")
+        raise BadInput(f"{option} {path}: exists and is not a directory{dangling}")
     if not base.is_dir():
-        raise SpecError(f"{option} {path}: cannot be created, {base} is not a directory{dangling}")
+        raise BadInput(f"{option} {path}: cannot be created, {base} is not a directory{dangling}")
     if not os.access(base, os.W_OK | os.X_OK):
-        raise SpecError(f"{option} {path}: no permission to write in {base}")
+        raise BadInput(f"{option} {path}: no permission to write in {base}")
     _probe_write(base, path, option)
     return path
 
@@ -235,7 +235,7 @@ def _probe_write(base: Path, path: Path, option: str) -> None:
     try:
         probe = tempfile.mkdtemp(prefix=".lysep-probe-", dir=base)
     except OSError as exc:
-        raise SpecError(f"{option} {path}: cannot write in {base} ({exc.strerror or exc})") from None
+        raise BadInput(f"{option} {path}: cannot write in {base} ({exc.strerror or exc})") from None
     os.rmdir(probe)
 
 
@@ -243,14 +243,14 @@ def _probe_write(base: Path, path: Path, option: str) -> None:
 def writable_file(path: Path, option: str) -> Path:
     """``path`` can be written as a file: not a directory, and its directory exists or can be created."""
     if str(path) in ("", "."):
-        raise SpecError(f"{option}: empty path")
+        raise BadInput(f"{option}: empty path")
     if path.is_dir():
-        raise SpecError(f"{option} {path}: is a directory (give a file name)")
+        raise BadInput(f"{option} {path}: is a directory (give a file name)")
     if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: the atomic write would replace it
-        raise SpecError(f"{option} {path}: exists and is not a regular file")
+        raise BadInput(f"{option} {path}: exists and is not a regular file")
     writable_dir(path.parent, option)
     if path.exists() and not os.access(path, os.W_OK):
-        raise SpecError(f"{option} {path}: no permission to write")
+        raise BadInput(f"{option} {path}: no permission to write")
     return path
 
 
@@ -258,9 +258,9 @@ def writable_file(path: Path, option: str) -> Path:
 def readable_dir(path: Path, option: str) -> Path:
     """``path`` is an existing directory this process can list."""
     if not path.exists():
-        raise SpecError(f"{option} {path}: no such directory")
+        raise BadInput(f"{option} {path}: no such directory")
     if not path.is_dir():
-        raise SpecError(f"{option} {path}: not a directory")
+        raise BadInput(f"{option} {path}: not a directory")
     if not os.access(path, os.R_OK | os.X_OK):
-        raise SpecError(f"{option} {path}: no permission to read")
+        raise BadInput(f"{option} {path}: no permission to read")
     return path

@@ -15,7 +15,7 @@ experiments.yaml has one top-level key, ``experiments``, mapping a name to a blo
       solvers:                      # solver name -> its settings (validated by the solver's Settings)
         pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
 
-Every validation error is a :class:`SpecError` whose message is one line naming the file, the
+Every validation error is a :class:`BadInput` whose message is one line naming the file, the
 experiment, the solver (for a solver setting) and the field.  A spec that loads can be run: every
 solver block is a valid typed ``Settings`` and every solver can train every size of its experiment.
 """
@@ -42,8 +42,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_SEEDS = 100_000
 
 
-class SpecError(ValueError):
-    """Bad experiment spec or bad CLI selector; the message is one line, fit for stderr."""
+class BadInput(ValueError):
+    """Bad input from the user (experiments file, selectors, options, paths, a size beyond the memory,
+    runs another lysep run holds): the command ends with exit code 2; the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class _Checker:
     def __init__(self, path: Path, experiment: str | None = None):
         self.path, self.experiment = path, experiment
 
-    def fail(self, fieldname: str | None, message: str, solver: str | None = None) -> SpecError:
+    def fail(self, fieldname: str | None, message: str, solver: str | None = None) -> BadInput:
         where = [str(self.path)]
         if self.experiment is not None:
             where.append(f"experiment {self.experiment!r}")
@@ -89,7 +90,7 @@ class _Checker:
             where.append(f"solver {solver!r}")
         if fieldname is not None:
             where.append(f"field {fieldname!r}")
-        return SpecError(_one_line(f"{', '.join(where)}: {message}"))
+        return BadInput(_one_line(f"{', '.join(where)}: {message}"))
 
     def int_at_least(self, value: Any, fieldname: str, low: int) -> int:
         if not _is_int(value):
@@ -242,13 +243,13 @@ def default_config() -> Path:
 
 
 def select_experiments(specs: dict[str, ExperimentSpec], names: list[str] | None) -> list[ExperimentSpec]:
-    """The named experiments, each once in the order first named (all when ``names`` is empty); SpecError
+    """The named experiments, each once in the order first named (all when ``names`` is empty); BadInput
     for an unknown name."""
     if not names:
         return list(specs.values())
     unknown = [n for n in names if n not in specs]
     if unknown:
-        raise SpecError(f"unknown experiment {unknown[0]!r} (choose from {', '.join(specs)})")
+        raise BadInput(f"unknown experiment {unknown[0]!r} (choose from {', '.join(specs)})")
     return [specs[n] for n in dict.fromkeys(names)]
 
 
@@ -262,11 +263,11 @@ _INT = re.compile(r"^\s*-?\d+\s*$", re.ASCII)
 
 
 def _given(text: str | None, option: str) -> bool:
-    """False for an absent option (None); SpecError for an empty one ("" never means "everything")."""
+    """False for an absent option (None); BadInput for an empty one ("" never means "everything")."""
     if text is None:
         return False
     if not text.strip():
-        raise SpecError(f"{option}: empty value (leave the option out to use the spec's)")
+        raise BadInput(f"{option}: empty value (leave the option out to use the spec's)")
     return True
 
 
@@ -281,10 +282,10 @@ def parse_sizes(text: str | None, spec: ExperimentSpec) -> list[tuple[int, int]]
     for item in text.split(","):
         m = _SIZE.match(item)
         if not m:
-            raise SpecError(f"--sizes: cannot parse {item.strip()!r}; expected LxM, e.g. 3x50,3x80")
+            raise BadInput(f"--sizes: cannot parse {item.strip()!r}; expected LxM, e.g. 3x50,3x80")
         L, M = int(m.group(1)), int(m.group(2))
         if L < 2 or M < 1:
-            raise SpecError(f"--sizes: {item.strip()!r} needs L >= 2 and M >= 1")
+            raise BadInput(f"--sizes: {item.strip()!r} needs L >= 2 and M >= 1")
         if (L, M) not in sizes:
             sizes.append((L, M))
     return sizes
@@ -314,26 +315,26 @@ def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
         if m:
             lo, hi = int(m.group(1)), int(m.group(2))
             if lo > hi:
-                raise SpecError(f"--seeds: empty range {item.strip()!r} (start > end)")
+                raise BadInput(f"--seeds: empty range {item.strip()!r} (start > end)")
         elif _INT.match(item):
             lo = hi = int(item)
         else:
-            raise SpecError(f"--seeds: cannot parse {item.strip()!r}; expected e.g. 0-9 or 0,3,5")
+            raise BadInput(f"--seeds: cannot parse {item.strip()!r}; expected e.g. 0-9 or 0,3,5")
         if lo < 0:
-            raise SpecError(f"--seeds: seeds must be >= 0, got {lo}")
+            raise BadInput(f"--seeds: seeds must be >= 0, got {lo}")
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
-            raise SpecError(f"--seeds: more than {MAX_SEEDS} seeds")
+            raise BadInput(f"--seeds: more than {MAX_SEEDS} seeds")
         seeds.update(dict.fromkeys(range(lo, hi + 1)))
     return list(seeds)
 
 
 def check_sizes(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, int]]) -> None:
-    """SpecError when one of ``solvers`` cannot train one of ``sizes`` (e.g. LySep needs L = 3)."""
+    """BadInput when one of ``solvers`` cannot train one of ``sizes`` (e.g. LySep needs L = 3)."""
     for name in solvers:
         for L, M in sizes:
             reason = spec.solvers[name].size_error(L, M)
             if reason is not None:
-                raise SpecError(f"--sizes: {L}x{M} cannot be run by {name!r}: {reason}")
+                raise BadInput(f"--sizes: {L}x{M} cannot be run by {name!r}: {reason}")
 
 
 def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
@@ -354,9 +355,9 @@ def parse_solvers(text: str | None, spec: ExperimentSpec) -> list[str]:
         group = list(PAPER_SOLVERS) if item == "paper" else [item]
         for name in group:
             if name not in SOLVERS:
-                raise SpecError(f"--solver: unknown solver {name!r} (registered: {', '.join(SOLVERS)})")
+                raise BadInput(f"--solver: unknown solver {name!r} (registered: {', '.join(SOLVERS)})")
             if name not in spec.solvers:
-                raise SpecError(f"--solver: {name!r} has no settings in experiment {spec.name!r} "
+                raise BadInput(f"--solver: {name!r} has no settings in experiment {spec.name!r} "
                                 f"(configured: {', '.join(spec.solvers)})")
             if name not in names:
                 names.append(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lysep_cli.specs import (SpecError, default_config, load_specs, parse_seeds, parse_sizes, parse_solvers, select_experiments)
+from lysep_cli.specs import (BadInput, default_config, load_specs, parse_seeds, parse_sizes, parse_solvers, select_experiments)
 
 from foundation_helpers import TINY_YAML, write_tiny
 
@@ -46,7 +46,7 @@ BAD = [
 @pytest.mark.parametrize("name", ["../outside", "a/b", ".hidden", "", "x y"])
 def test_experiment_names_are_safe_directory_names(tmp_path, name):
     path = write_tiny(tmp_path, TINY_YAML.replace("  parabolic-5d:", f"  {name!r}:", 1))
-    with pytest.raises(SpecError, match="experiment name"):
+    with pytest.raises(BadInput, match="experiment name"):
         load_specs(path)
 
 # Solver settings: (replace the pinn block of elliptic-2d with this, field named in the message)
@@ -66,7 +66,7 @@ BAD_SETTINGS = [
 def test_spec_errors_name_file_experiment_field(tmp_path, old, new, field):
     assert old in TINY_YAML
     path = write_tiny(tmp_path, TINY_YAML.replace(old, new, 1))
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(BadInput) as info:
         load_specs(path)
     msg = str(info.value)
     assert "\n" not in msg
@@ -76,7 +76,7 @@ def test_spec_errors_name_file_experiment_field(tmp_path, old, new, field):
 @pytest.mark.parametrize("block,field,why", BAD_SETTINGS)
 def test_settings_errors_name_file_experiment_solver_field(tmp_path, block, field, why):
     path = write_tiny(tmp_path, TINY_YAML.replace("{lr: 1.0e-3, lr_final: 1.0e-4}", block, 1))
-    with pytest.raises(SpecError) as info:
+    with pytest.raises(BadInput) as info:
         load_specs(path)
     msg = str(info.value)
     assert "\n" not in msg and str(path) in msg and "experiment 'elliptic-2d'" in msg
@@ -92,7 +92,7 @@ def test_settings_errors_name_file_experiment_solver_field(tmp_path, block, fiel
 def test_every_solver_validates_its_settings_at_load(tmp_path, solver, block, field):
     text = TINY_YAML.replace("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n",
                              f"      pinn: {{lr: 1.0e-3, lr_final: 1.0e-4}}\n      {solver}: {block}\n", 1)
-    with pytest.raises(SpecError, match=f"solver '{solver}', field '{field}'"):
+    with pytest.raises(BadInput, match=f"solver '{solver}', field '{field}'"):
         load_specs(write_tiny(tmp_path, text))
 
 
@@ -109,16 +109,16 @@ def test_settings_are_typed_with_defaults(tmp_path):
 
 def test_missing_key_and_broken_yaml(tmp_path):
     path = write_tiny(tmp_path, TINY_YAML.replace("    n_test: 40\n", "", 1))
-    with pytest.raises(SpecError, match="n_test.*missing"):
+    with pytest.raises(BadInput, match="n_test.*missing"):
         load_specs(path)
     path = write_tiny(tmp_path, TINY_YAML.replace("sizes: [[3, 6], [2, 5]]", "sizes: [[3, 6], [2, 5]", 1))
-    with pytest.raises(SpecError, match="invalid YAML at line") as info:
+    with pytest.raises(BadInput, match="invalid YAML at line") as info:
         load_specs(path)
     assert "\n" not in str(info.value)
     path = write_tiny(tmp_path, "experiments: {}\nother: 1\n")
-    with pytest.raises(SpecError, match="other"):
+    with pytest.raises(BadInput, match="other"):
         load_specs(path)
-    with pytest.raises(SpecError, match="cannot read"):
+    with pytest.raises(BadInput, match="cannot read"):
         load_specs(tmp_path / "nope.yaml")
 
 
@@ -129,7 +129,7 @@ def test_missing_key_and_broken_yaml(tmp_path):
 def test_a_key_given_twice_is_an_error(tmp_path, old, new, key):
     """Plain YAML keeps the last of two equal keys: a run would silently use the other value."""
     path = write_tiny(tmp_path, TINY_YAML.replace(old, new, 1))
-    with pytest.raises(SpecError, match=f"invalid YAML at line .*: duplicate key '{key}'"):
+    with pytest.raises(BadInput, match=f"invalid YAML at line .*: duplicate key '{key}'"):
         load_specs(path)
 
 
@@ -144,7 +144,7 @@ def test_a_merged_key_may_be_overridden(tmp_path):
 def test_select_experiments(tmp_path):
     specs = load_specs(write_tiny(tmp_path))
     assert [s.name for s in select_experiments(specs, None)] == ["elliptic-2d", "parabolic-5d"]
-    with pytest.raises(SpecError, match="unknown experiment 'nope'"):
+    with pytest.raises(BadInput, match="unknown experiment 'nope'"):
         select_experiments(specs, ["nope"])
 
 
@@ -154,25 +154,25 @@ def test_selectors(tmp_path):
     assert parse_sizes("3x50, 4X7,3x50", spec) == [(3, 50), (4, 7)]
     assert parse_sizes("smallest", spec) == [(3, 6)]
     for bad in ("3x0", "1x5", "3", "3x5x2", "ax5", "٣x٥٠", "３x５０"):  # digits are 0-9 alone
-        with pytest.raises(SpecError, match="--sizes"):
+        with pytest.raises(BadInput, match="--sizes"):
             parse_sizes(bad, spec)
     assert parse_seeds(None, spec) == [0, 1]
     assert parse_seeds("0-9", spec) == list(range(10))
     assert parse_seeds("0,3,5", spec) == [0, 3, 5]
     assert parse_seeds("0-2,7,1", spec) == [0, 1, 2, 7]
     for bad in ("5-2", "-1", "a", "1-", "0,,1", "", " ", "0-100000000", "٣", "０-９"):
-        with pytest.raises(SpecError, match="--seeds"):
+        with pytest.raises(BadInput, match="--seeds"):
             parse_seeds(bad, spec)
     assert parse_seeds("0-99999", spec) == list(range(100000))  # linear, not quadratic
     for bad in ("", "  "):
-        with pytest.raises(SpecError, match="--sizes: empty"):
+        with pytest.raises(BadInput, match="--sizes: empty"):
             parse_sizes(bad, spec)
-        with pytest.raises(SpecError, match="--solver: empty"):
+        with pytest.raises(BadInput, match="--solver: empty"):
             parse_solvers(bad, spec)
     assert parse_solvers("pinn", spec) == ["pinn"]
     assert parse_solvers(None, spec) == ["pinn"]
     assert parse_solvers("all", spec) == ["pinn"]
-    with pytest.raises(SpecError, match="no settings"):
+    with pytest.raises(BadInput, match="no settings"):
         parse_solvers("paper", spec)  # lysep is not configured in the tiny spec
-    with pytest.raises(SpecError, match="unknown solver"):
+    with pytest.raises(BadInput, match="unknown solver"):
         parse_solvers("magic", spec)

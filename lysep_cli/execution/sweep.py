@@ -2,7 +2,7 @@
 cluster), summarise.  The command line checks the options and calls :func:`sweep`.
 
 Bad input (conflicting records without ``--force``, a run too big for the memory, runs another
-``lysep run`` holds) raises :class:`~lysep_cli.specs.SpecError` before anything is locked or written.
+``lysep run`` holds) raises :class:`~lysep_cli.specs.BadInput` before anything is locked or written.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from lysep_cli.execution import cluster, interrupts, memory, runner
 from lysep_cli.execution.runner import Plan, RunKey
-from lysep_cli.specs import ExperimentSpec, SpecError
+from lysep_cli.specs import ExperimentSpec, BadInput
 from lysep_cli.store import atomic, locks, records
 from lysep_cli.store.layout import RunPath
 from lysep_cli.store.schema import RunRecord
@@ -47,7 +47,7 @@ class Interrupted(Exception):
 
 
 def check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: int) -> None:
-    """SpecError when even the channels of one run (times ``jobs``, the runs at a time) exceed the memory
+    """BadInput when even the channels of one run (times ``jobs``, the runs at a time) exceed the memory
     available: such a run could only fail, or swap the machine, after its data set was built."""
     free = memory.available_bytes()
     if free is None:
@@ -59,7 +59,7 @@ def check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: i
     if need > free:
         at_once = f" ({jobs} runs at a time)" if jobs > 1 else ""
         size = lambda b: f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB"  # noqa: E731
-        raise SpecError(f"size {L}x{M}: a run needs at least {size(need)}{at_once} (its channels alone: "
+        raise BadInput(f"size {L}x{M}: a run needs at least {size(need)}{at_once} (its channels alone: "
                         f"(1 + {n_in} + {n_second}) x {M} x {spec.n_train} doubles per hidden layer), "
                         f"this machine has {size(free)} available")
 
@@ -81,7 +81,7 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
           summarise: Callable[[list[RunRecord]], list[str]]) -> int:
     """Do the runs of ``req`` that have no record; ``say`` (stderr) announces the plan, ``echo``
     (stdout) prints the summary (``summarise``: lines from the records done, copied and skipped).  Returns the exit code: 0, or 1 when a run failed with an error.
-    :class:`Interrupted` on a stop; SpecError / ClusterError for bad input (nothing written)."""
+    :class:`Interrupted` on a stop; BadInput / ClusterError for bad input (nothing written)."""
     spec, results, jobs = req.spec, req.results, req.jobs
     held = locks.RunLocks()  # dropped at the end (or when the process ends, however it ends)
     session = None
@@ -91,7 +91,7 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
             check_memory(spec, sorted({(k.L, k.M) for k in plan.todo}), min(jobs, len(plan.todo)))
         if plan.conflicts and not req.force:
             _, path, why = plan.conflicts[0]
-            raise SpecError(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, "
+            raise BadInput(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, "
                             f"settings, data or lysep version (e.g. {path}: {why}); nothing was run. Use "
                             "--force to replace them, or another --results directory")
 

@@ -179,7 +179,7 @@ class _Seen:
         return rel, label, all(s[2] for s in self.items)
 
 
-def differences(archived: RunRecord, archived_params: Params, rerun: RunRecord, rerun_params: Params,
+def rerun_differences(archived: RunRecord, archived_params: Params, rerun: RunRecord, rerun_params: Params,
                 prefix: int | None = None) -> tuple[float, str, bool]:
     """(largest relative difference, where, bit-identical) between an archived run and its rerun: over
     the final values, the histories and the weights, or (``prefix``) over the first ``prefix`` history
@@ -223,7 +223,7 @@ def judge(record: RunRecord, archived_params: Params, rerun: RunRecord, rerun_pa
           level: str = "auto") -> Check:
     """The verdict on one rerun at ``level`` (auto: exact when the platforms agree, else tolerant)."""
     differs = tuple(differing(record.versions, rerun.versions))
-    worst, where, identical = differences(record, archived_params, rerun, rerun_params)
+    worst, where, identical = rerun_differences(record, archived_params, rerun, rerun_params)
     if identical:
         return Check(record, 0.0, where, True, "exact", differs=differs)
     if level == "exact" or (level == "auto" and same_platform(record.versions, rerun.versions)):
@@ -233,7 +233,7 @@ def judge(record: RunRecord, archived_params: Params, rerun: RunRecord, rerun_pa
         return Check(record, worst, where, False, "ill-conditioned", differs=differs)
     if _round_off_stable(record.solver):
         return Check(record, worst, where, False, "tolerant", tol, differs)
-    head, head_where, _ = differences(record, archived_params, rerun, rerun_params, prefix=PREFIX)
+    head, head_where, _ = rerun_differences(record, archived_params, rerun, rerun_params, prefix=PREFIX)
     return Check(record, head, head_where, False, "tolerant", tol, differs,
                  note=f"first {PREFIX} entries ({record.solver} amplifies round-off; final values differ by "
                       f"{worst:.1e}, judged with the cell)")

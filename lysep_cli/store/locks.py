@@ -28,7 +28,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-from lysep_cli.specs import SpecError, seed_ranges
+from lysep_cli.specs import BadInput, seed_ranges
 from lysep_cli.store.layout import LOCK_NAME, ResultsDir
 
 #: offset of the bytes that mark a held run as being computed now (seeds are far below it)
@@ -38,7 +38,7 @@ STARTED = 1 << 40
 Run = tuple[str, int, int, int]
 
 
-class Busy(SpecError):
+class Busy(BadInput):
     """Runs asked for are being made by another process."""
 
 
