@@ -150,7 +150,7 @@ def run(
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
     solvers = specs.parse_solvers(solver, spec)
-    size_list = specs.parse_sizes(sizes, spec)
+    size_list = {s: specs.parse_sizes(sizes, spec, s) for s in solvers}
     specs.check_sizes(spec, solvers, size_list)
     opt.positive(iterations, "--iterations")
     opt.positive(jobs, "--jobs")
@@ -351,7 +351,7 @@ def study_step_size(
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
     if "lysep" not in spec.solvers:
         raise BadInput(f"{spec.name}: no lysep settings in the experiments file")
-    size_list = specs.parse_sizes(sizes, spec)
+    size_list = specs.parse_sizes(sizes, spec, "lysep")
     seed_list = specs.parse_seeds(seeds, spec)
     specs.check_sizes(spec, ["lysep"], size_list)
     tau_list = opt.parse_taus(taus)

@@ -53,6 +53,8 @@ class ExperimentSpec:
 
     sizes : (L, M) pairs in the order of the paper's table.
     solvers : solver name -> its validated settings (the solver's ``Settings`` dataclass).
+    solver_sizes : solver name -> its own sizes, where its block gives ``sizes:`` (e.g. rfm's one wide
+        hidden layer, L = 2); the others run the experiment's ``sizes`` (:meth:`sizes_for`).
     """
 
     name: str
@@ -66,6 +68,11 @@ class ExperimentSpec:
     solvers: dict[str, SolverSettings] = field(default_factory=dict)
     table: int | None = None
     solution: str | None = None
+    solver_sizes: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+
+    def sizes_for(self, solver: str) -> tuple[tuple[int, int], ...]:
+        """The sizes ``solver`` runs in this experiment by default."""
+        return self.solver_sizes.get(solver, self.sizes)
 
 
 def _one_line(text: str) -> str:
@@ -100,6 +107,22 @@ class _Checker:
         return value
 
 
+def _parse_sizes(ck: "_Checker", sizes: Any, key: str) -> tuple[tuple[int, int], ...]:
+    """A list of [L, M] pairs (L >= 2, M >= 1, no duplicate)."""
+    if not isinstance(sizes, list) or not sizes:
+        raise ck.fail(key, "expected a non-empty list of [L, M] pairs")
+    parsed = []
+    for i, pair in enumerate(sizes):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ck.fail(f"{key}[{i}]", f"expected a pair [L, M], got {pair!r}")
+        L = ck.int_at_least(pair[0], f"{key}[{i}].L", 2)
+        M = ck.int_at_least(pair[1], f"{key}[{i}].M", 1)
+        parsed.append((L, M))
+    if len(set(parsed)) != len(parsed):
+        raise ck.fail(key, "duplicate (L, M) pair")
+    return tuple(parsed)
+
+
 def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     ck = _Checker(path, str(name))
     if not isinstance(name, str) or not _NAME.match(name):
@@ -127,18 +150,7 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     if table is not None:
         ck.int_at_least(table, "table", 1)
 
-    sizes = block["sizes"]
-    if not isinstance(sizes, list) or not sizes:
-        raise ck.fail("sizes", "expected a non-empty list of [L, M] pairs")
-    parsed_sizes = []
-    for i, pair in enumerate(sizes):
-        if not isinstance(pair, list) or len(pair) != 2:
-            raise ck.fail(f"sizes[{i}]", f"expected a pair [L, M], got {pair!r}")
-        L = ck.int_at_least(pair[0], f"sizes[{i}].L", 2)
-        M = ck.int_at_least(pair[1], f"sizes[{i}].M", 1)
-        parsed_sizes.append((L, M))
-    if len(set(parsed_sizes)) != len(parsed_sizes):
-        raise ck.fail("sizes", "duplicate (L, M) pair")
+    parsed_sizes = _parse_sizes(ck, block["sizes"], "sizes")
 
     n_train = ck.int_at_least(block["n_train"], "n_train", 1)
     n_test = ck.int_at_least(block["n_test"], "n_test", 1)
@@ -155,20 +167,25 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     if not isinstance(solvers, dict) or not solvers:
         raise ck.fail("solvers", "expected a non-empty mapping solver name -> settings")
     parsed_solvers: dict[str, SolverSettings] = {}
+    own_sizes: dict[str, tuple[tuple[int, int], ...]] = {}
     for sname, settings in solvers.items():
         if sname not in SOLVERS:
             raise ck.fail(f"solvers.{sname}", f"unknown solver (registered: {', '.join(SOLVERS)})")
         if settings is not None and not isinstance(settings, dict):
             raise ck.fail(f"solvers.{sname}", f"settings must be a mapping, got {type(settings).__name__}",
                           solver=sname)
+        settings = dict(settings or {})
+        if "sizes" in settings:
+            own_sizes[sname] = _parse_sizes(ck, settings.pop("sizes"), f"solvers.{sname}.sizes")
         try:
             typed = solver_def(sname).Settings.from_mapping(settings)
         except SettingsError as exc:
             raise ck.fail(exc.field, exc.reason, solver=sname) from None
-        for i, (L, M) in enumerate(parsed_sizes):
+        where = f"solvers.{sname}.sizes" if sname in own_sizes else "sizes"
+        for i, (L, M) in enumerate(own_sizes.get(sname, parsed_sizes)):
             reason = typed.size_error(L, M)
             if reason is not None:
-                raise ck.fail(f"sizes[{i}]", reason, solver=sname)
+                raise ck.fail(f"{where}[{i}]", reason, solver=sname)
         parsed_solvers[sname] = typed
 
     # The problem must exist (e.g. the exp-sin solution is 2-D only).
@@ -179,8 +196,8 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     except ValueError as exc:
         raise ck.fail("solution" if solution is not None else "d", str(exc)) from None
 
-    return ExperimentSpec(name, pde, d, tuple(parsed_sizes), n_train, n_test, iterations, parsed_seeds,
-                          parsed_solvers, table, solution)
+    return ExperimentSpec(name, pde, d, parsed_sizes, n_train, n_test, iterations, parsed_seeds,
+                          parsed_solvers, table, solution, own_sizes)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -271,13 +288,15 @@ def _given(text: str | None, option: str) -> bool:
     return True
 
 
-def parse_sizes(text: str | None, spec: ExperimentSpec) -> list[tuple[int, int]]:
-    """``--sizes``: "3x50,3x80" (any L >= 2, M >= 1), "smallest", or None for the spec's sizes."""
+def parse_sizes(text: str | None, spec: ExperimentSpec, solver: str | None = None) -> list[tuple[int, int]]:
+    """``--sizes``: "3x50,3x80" (any L >= 2, M >= 1), "smallest", or None for the spec's sizes (those of
+    ``solver`` where its block gives its own)."""
+    default = spec.sizes if solver is None else spec.sizes_for(solver)
     if not _given(text, "--sizes"):
-        return list(spec.sizes)
+        return list(default)
     assert text is not None
     if text.strip() == "smallest":
-        return [spec.sizes[0]]
+        return [default[0]]
     sizes: list[tuple[int, int]] = []
     for item in text.split(","):
         m = _SIZE.match(item)
@@ -328,10 +347,12 @@ def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
     return list(seeds)
 
 
-def check_sizes(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, int]]) -> None:
-    """BadInput when one of ``solvers`` cannot train one of ``sizes`` (e.g. LySep needs L = 3)."""
+def check_sizes(spec: ExperimentSpec, solvers: list[str],
+                sizes: list[tuple[int, int]] | dict[str, list[tuple[int, int]]]) -> None:
+    """BadInput when one of ``solvers`` cannot train one of ``sizes`` (its own, for a mapping; e.g. LySep
+    needs L = 3)."""
     for name in solvers:
-        for L, M in sizes:
+        for L, M in (sizes[name] if isinstance(sizes, dict) else sizes):
             reason = spec.solvers[name].size_error(L, M)
             if reason is not None:
                 raise BadInput(f"--sizes: {L}x{M} cannot be run by {name!r}: {reason}")

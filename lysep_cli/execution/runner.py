@@ -160,14 +160,16 @@ class Plan:
     copies: list[tuple[RunKey, Path]] = field(default_factory=list)
 
 
-def plan_runs(spec: ExperimentSpec, solvers: list[str], sizes: list[tuple[int, int]], seeds: list[int],
+def plan_runs(spec: ExperimentSpec, solvers: list[str],
+              sizes: list[tuple[int, int]] | dict[str, list[tuple[int, int]]], seeds: list[int],
               iterations: int, results_dir: str | Path, force: bool = False) -> Plan:
-    """The :class:`Plan` of the runs (solvers x sizes x seeds) with ``iterations`` under ``results_dir``."""
+    """The :class:`Plan` of the runs (solvers x sizes x seeds) with ``iterations`` under ``results_dir``;
+    ``sizes`` is one list for every solver, or each solver's own."""
     plan = Plan([])
     sha = experiment_data(spec).sha256
     for solver in solvers:
         want = expected(spec, solver, iterations, sha)
-        for L, M in sizes:
+        for L, M in (sizes[solver] if isinstance(sizes, dict) else sizes):
             for seed in seeds:
                 key = RunKey(solver, L, M, seed)
                 json_path, _ = records.record_paths(results_dir, spec.name, solver, L, M, seed)

@@ -27,7 +27,8 @@ class SweepRequest:
 
     spec: ExperimentSpec
     solvers: list[str]
-    sizes: list[tuple[int, int]]
+    sizes: dict[str, list[tuple[int, int]]]
+    """each solver's sizes"""
     seeds: list[int]
     iterations: int
     results: Path

@@ -197,7 +197,7 @@ class _Fmt:
         if not self.latex:
             return s
         for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"),
-                     ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("—", "--"), ("±", r"$\pm$"), ("<", "$<$"),
+                     ("_", r"\_"), ("{", r"\{"), ("}", r"\}"), ("—", "--"), ("±", r"$\pm$"), ("†", r"$^\dagger$"), ("ℓ2", r"$\ell_2$"), ("<", "$<$"),
                      (">", "$>$")):
             s = s.replace(a, b)
         return s
@@ -278,10 +278,27 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
             out += f.table(vh, vrows, "lcccc")
             out.append("")
 
+        out += _every_solver(selection, exp, f)
         line = summary_line(exp, s)
         out += [(r"\noindent\textbf{Summary.} " + f.text(line)) if f.latex else f"**Summary** {line}", ""]
 
     return "\n".join(out).rstrip() + "\n"
+
+
+def _every_solver(selection: Selection, experiment: str, f: "_Fmt") -> list[str]:
+    """Every solver of the experiment at every size it ran, beyond the paper's cells too (rfls, rfm and
+    the other baselines): mean J, l2 and seconds per run, best l2 first."""
+    df = aggregate(selection.of(experiment))
+    if df.empty or set(df["solver"]) <= set(PAPER_MODELS.values()):
+        return []
+    df = df.sort_values(["l2_mean", "seconds_mean"], na_position="last")
+    rows = [[f"({r.L},{r.M})", f.text(display_name(r.solver) + ("" if r.solver in PAPER_MODELS.values() else " †")),
+             f.pm(r.J_mean, r.J_std), f.pm(r.l2_mean, r.l2_std), str(r.n_seeds), f"{r.seconds_mean:.3g}"]
+            for r in df.itertuples(index=False)]
+    header = ["(L,M)", "Model", "J", "ℓ2 error" if not f.latex else r"$\ell_2$ error", "n", "s / run"]
+    intro = ("Every model run, the paper's and beyond († not in the paper), best mean ℓ2 first; s / run: mean "
+             "wall seconds of one run (one BLAS thread):")
+    return [f.text(intro), ""] + f.table(header, rows, "llrrrr") + [""]
 
 
 def _span(ratios: list[float]) -> str:

@@ -95,7 +95,7 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
         for r in recs:
             by_cell.setdefault((r.solver, r.L, r.M), []).append(r)
         for solver in sorted(names, key=solver_key):
-            for L, M in spec.sizes:
+            for L, M in spec.sizes_for(solver):
                 expected = tuple(sorted((seeds or {}).get(spec.name, spec.seeds)))
                 cell = CellStatus(spec.name, solver, L, M, expected,
                                   iterations=sel.iterations.get(spec.name, spec.iterations))

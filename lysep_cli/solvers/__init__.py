@@ -15,6 +15,7 @@ SOLVERS: dict[str, str] = {
     "pinn": "lysep_cli.solvers.pinn",
     "lysep": "lysep_cli.solvers.lysep.algorithm",
     "rfls": "lysep_cli.solvers.rfls",
+    "rfm": "lysep_cli.solvers.rfm",
     "pinn-adam": "lysep_cli.solvers.adam",
     "pinn-lbfgs": "lysep_cli.solvers.lbfgs",
     "pinn-lm": "lysep_cli.solvers.lm",

@@ -57,9 +57,15 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     J after the solve]; diagnostics record cond(A) = s_max / s_min, the effective rank and the cutoff.
     """
     s = Settings.coerce(settings)
-    params = copy_params(params0)
+    return solve_output_layer(data, copy_params(params0), s.rcond, progress)
+
+
+def solve_output_layer(data: TrainingData, params: Params, rcond_setting: Any,
+                       progress: Progress | None = None) -> SolveResult:
+    """(W_L, b_L) of ``params`` (modified in place) by one SVD least-squares solve on its hidden layers;
+    the result of :func:`solve` (rfls) and of the random-feature method (rfm)."""
     A, _ = output_layer_system(params, data.Z, data.coef)
-    rcond = cutoff(s.rcond, A.shape)
+    rcond = cutoff(rcond_setting, A.shape)
     N = A.shape[0]
     WL, bL = params[-1]
     R0 = A @ np.concatenate([WL.ravel(), bL]) - data.Y
