@@ -2,8 +2,8 @@
 #
 #   make install          .venv with the package (editable) and the test tools
 #   make test             the test suite
-#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep, and rfls: one
-#                         least-squares solve, seconds; 2000 iterations)
+#   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep, 2000 iterations;
+#                         and rfls and rfm, one least-squares solve each, seconds)
 #                         into the committed archive results/paper/ (runs already there are skipped),
 #                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
 #                         RESULTS=DIR reruns everything into DIR instead
@@ -70,8 +70,8 @@ reproduce-quick:
 
 runs:
 	@for e in $(EXPERIMENTS); do \
-	  echo "== lysep run $$e --solver paper,rfls --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper,rfls --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  echo "== lysep run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  $(LYSEP) run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
 
 EXTRA_SOLVERS ?= pinn-adam,pinn-lbfgs,pinn-lm
