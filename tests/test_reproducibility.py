@@ -250,3 +250,26 @@ def test_bad_verify_input_is_one_line_and_exit_2(tmp_path, args, needle):
     r = cli.invoke(app, ["verify", "--config", str(config), "--results", str(tmp_path), *args])
     assert r.exit_code == 2, r.output
     assert needle in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_an_ill_conditioned_run_sends_its_cell_to_the_statistical_level(tmp_path):
+    """rfls in 2-D has kappa = 1e15..1e17: no per-run tolerance; auto reruns its (cheap) cell instead."""
+    from foundation_helpers import PINN, experiment_yaml, experiments_yaml
+
+    config = write_tiny(tmp_path, experiments_yaml(experiment_yaml("elliptic-2d", {"pinn": PINN, "rfls": "{}"},
+                                                                   table=1, seeds=[0, 1, 2])))
+    results = tmp_path / "results"
+    r = cli.invoke(app, ["run", "elliptic-2d", "--solver", "rfls", "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 0, r.output
+    for seed in range(3):  # as if made on another platform, with an ill-conditioned system
+        path = results / "elliptic-2d" / "rfls" / "L3-M6" / f"seed-{seed}.json"
+        obj = json.loads(path.read_text())
+        obj["versions"]["blas_core"] = "Sandybridge"
+        obj["diagnostics"]["cond"] = 1e17
+        obj["final"]["l2"] *= 1 + 1e-12  # round-off of the other platform
+        path.write_text(json.dumps(obj))
+    v = cli.invoke(app, ["verify", "--sample", "3", "--config", str(config), "--results", str(results)])
+    assert v.exit_code == 0, v.output
+    assert v.output.count("kappa*eps = 2.2e+01 > 0.01, no per-run tolerance") == 3
+    assert "statistical level for 1 cell(s) of ill-conditioned runs" in v.output
+    assert "agrees    elliptic-2d rfls L3-M6: n 3/3" in v.output and "(levels: ill-conditioned 3, statistical 1)" in v.output

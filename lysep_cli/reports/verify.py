@@ -65,6 +65,8 @@ WEIGHTS_TOLERANCE = 1e-9
 PREFIX = 6
 
 LEVELS = ("auto", "exact", "tolerant", "statistical")
+#: the level "auto" reruns the whole cell of an ill-conditioned run when its seeds took at most this long
+AUTO_CELL_SECONDS = 300.0
 
 
 def _round_off_stable(solver: str) -> bool:
@@ -339,10 +341,16 @@ def runs_pass(specs: dict[str, ExperimentSpec], picked: list[RunRecord], pool: l
         echo(check.line())
         if check.level == "ill-conditioned" and cell_of(rec) not in escalate:
             escalate.append(cell_of(rec))
-    if escalate:
-        echo(f"statistical level for {len(escalate)} cell(s) of ill-conditioned runs (every seed rerun):")
-        bad += cells_pass(specs, escalate, pool, echo)
-        levels["statistical"] += len(escalate)
+    seconds = {c: sum(r.seconds for r in pool if cell_of(r) == c) for c in escalate}
+    for cell in [c for c in escalate if seconds[c] > AUTO_CELL_SECONDS]:
+        e, s, L, M = cell
+        echo(f"          {e} {s} L{L}-M{M}: judge its cell with `lysep verify {e} --cells {s}:{L}x{M}` (about "
+             f"{seconds[cell]:.0f} s of recorded run time; not rerun automatically)")
+    cheap = [c for c in escalate if seconds[c] <= AUTO_CELL_SECONDS]
+    if cheap:
+        echo(f"statistical level for {len(cheap)} cell(s) of ill-conditioned runs (every seed rerun):")
+        bad += cells_pass(specs, cheap, pool, echo)
+        levels["statistical"] += len(cheap)
     return bad, levels
 
 
