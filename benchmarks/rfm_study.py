@@ -2,7 +2,7 @@
 default chosen without looking at the test error.
 
 What it measures.  For each of the four paper experiments (elliptic-2d, elliptic-10d, parabolic-5d,
-hyperbolic-5d; data and problem from experiments.yaml) and every sigma in SIGMAS (0.25 .. 16, over
+hyperbolic-5d; data and problem from experiments.yaml) and every sigma in SIGMAS (0.0625 .. 16, over
 two decades), M in WIDTHS (50 .. 3200 features) and seed in SEEDS (0, 1, 2), the network
 ``rfm.features(network.init_params(n_in, 2, M, seed), sigma)`` with its output layer from one
 least-squares solve (``rfls.solve_output_layer(..., "auto")``) is fitted twice:
@@ -67,7 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results"
 ARCHIVE = ROOT / "results" / "paper"
 EXPERIMENTS = ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
-SIGMAS = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
+SIGMAS = [0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0]
 WIDTHS = [50, 100, 200, 400, 800, 1600, 3200]
 PAPER_WIDTHS = [20, 30, 50, 80, 100, 150]
 SEEDS = [0, 1, 2]
@@ -215,8 +215,8 @@ def report(all_rows: list[dict], notes: dict[str, list[str]]) -> None:
              "the smallest h. The default's figures (J, l2, seconds) are those of the fit on the full "
              "training set.", ""]
     summary = ["## Chosen defaults", "",
-               "| experiment | sigma | M | mean J (train) | mean l2 (test) | mean seconds | mean J_hold | h* (best J_hold) | at |",
-               "|---|---|---|---|---|---|---|---|---|"]
+               "| experiment | sigma | M | mean J (train) | mean l2 (test) | mean seconds | mean J_hold | h* (best J_hold) | at | largest M kept: s per full fit (min..max over sigma) |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
     body: list[str] = []
     for name in EXPERIMENTS:
         rows = [r for r in all_rows if r["experiment"] == name]
@@ -232,7 +232,9 @@ def report(all_rows: list[dict], notes: dict[str, list[str]]) -> None:
         best_at = min((k for k in h if math.isfinite(h[k])), key=lambda k: h[k])
         summary.append(f"| {name} | {sigma0:g} | {M0} | {e(J[(sigma0, M0)])} | {e(l2[(sigma0, M0)])} | "
                        f"{sec[(sigma0, M0)]:.3f} | {e(h[(sigma0, M0)])} | {e(best)} | "
-                       f"sigma={best_at[0]:g}, M={best_at[1]} |")
+                       f"sigma={best_at[0]:g}, M={best_at[1]} | {max(k[1] for k in sec)}: "
+                       f"{min(v for k, v in sec.items() if k[1] == max(k2[1] for k2 in sec)):.2f}.."
+                       f"{max(v for k, v in sec.items() if k[1] == max(k2[1] for k2 in sec)):.2f} |")
         sigmas = sorted({k[0] for k in l2})
         widths = sorted({k[1] for k in l2})
         body += [f"## {name}", ""]
@@ -242,6 +244,17 @@ def report(all_rows: list[dict], notes: dict[str, list[str]]) -> None:
                  f"sigma = {best_at[0]:g}, M = {best_at[1]}; {len(cand)} (sigma, M) within {TOLERANCE:g} h*: "
                  + ", ".join(f"({s:g}, {m})" for s, m in cand) + ").", ""]
         best_l2 = min((k for k in l2 if math.isfinite(l2[k])), key=lambda k: l2[k])
+        edges = []
+        if sigma0 in (min(sigmas), max(sigmas)):
+            edges.append(f"sigma = {sigma0:g} is at the edge of the sigma grid")
+        if M0 == max(widths):
+            edges.append(f"M = {M0} is the largest M of the grid")
+        if edges:
+            body += ["Grid edge: " + "; ".join(edges) + " (the held-out optimum may lie outside the grid).", ""]
+        n_fit, n_train = int(main[0]["n_fit"]), int(main[0]["n_train"])
+        body += [f"Points: N_train = {n_train} (full fit), N_fit = {n_fit} / N_hold = {int(main[0]['n_hold'])} "
+                 f"(held-out fit). The least-squares matrix is N x (M + 1): it has at least as many columns as rows "
+                 f"(M + 1 >= N) from M = {n_train - 1} in the full fit, from M = {n_fit - 1} in the held-out fit.", ""]
         body += [f"Lowest mean l2 on the grid (for reference only, not used to choose): {e(l2[best_l2])} at "
                  f"sigma = {best_l2[0]:g}, M = {best_l2[1]}.", ""]
         for title, table in (("mean l2 test error", l2), ("mean held-out residual J_hold (fit on 80%)", h),

@@ -29,6 +29,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from lysep_cli.reports.selection import bound_violations, display_name, finite_number, solver_key
+from lysep_cli.solvers import PAPER_SOLVERS
 from lysep_cli.store.atomic import write_bytes
 from lysep_cli.store.schema import RunRecord
 
@@ -110,7 +111,8 @@ def _seeds_note(recs: list[RunRecord]) -> str:
 
 def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> list[Path]:
     """Figure (a): J versus iteration for every solver, all seeds, one panel per (L, M)."""
-    sizes = sorted({(r.L, r.M) for r in records})
+    paper = {(r.L, r.M) for r in records if r.solver in PAPER_SOLVERS}
+    sizes = sorted({(r.L, r.M) for r in records}, key=lambda s: (s not in paper, s))  # the paper's first
     solvers = sorted({r.solver for r in records}, key=solver_key)
     colours = _colours(solvers)
     names = ", ".join(display_name(s) for s in solvers)
