@@ -19,7 +19,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from lysep_cli import specs
-from lysep_cli.specs import ExperimentSpec, BadInput
+from lysep_cli.specs import BadInput, ExperimentSpec
 
 #: click's base exception class, found through typer (which may vendor click)
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")

@@ -29,11 +29,13 @@ from typing import Any, Iterable
 
 import yaml
 
+from lysep_cli.numerics.user_problems import DOMAINS, ProblemError, ProblemSpec, build_problem
 from lysep_cli.solvers import SOLVERS, SettingsError, SolverSettings, solver_def
 
 PDES = ("elliptic", "parabolic", "hyperbolic")
 REQUIRED = ("pde", "d", "sizes", "n_train", "n_test", "iterations", "seeds", "solvers")
-OPTIONAL = ("table", "solution")
+OPTIONAL = ("table", "solution", "problem")
+PROBLEM_KEYS = ("pde", "d", "domain", "c", "u", "f")
 #: Largest spatial dimension: the points are drawn by rejection from the cube, whose share inside the
 #: unit ball falls like 1 / d! (0.25 % at d = 10, 3e-4 at d = 12, 1e-5 at d = 15).
 MAX_D = 12
@@ -69,6 +71,8 @@ class ExperimentSpec:
     table: int | None = None
     solution: str | None = None
     solver_sizes: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    problem: ProblemSpec | None = None
+    """a problem written in the experiments file (``problem:``); then ``solution`` is its identity"""
 
     def sizes_for(self, solver: str) -> tuple[tuple[int, int], ...]:
         """The sizes ``solver`` runs in this experiment by default."""
@@ -123,7 +127,47 @@ def _parse_sizes(ck: "_Checker", sizes: Any, key: str) -> tuple[tuple[int, int],
     return tuple(parsed)
 
 
-def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
+def _parse_problem(name: Any, block: Any, path: Path) -> ProblemSpec:
+    """One entry of the ``problems:`` section (lysep_cli/numerics/user_problems.py)."""
+    ck = _Checker(path, None)
+    where = f"problems.{name}"
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ck.fail(where, "a problem name is letters, digits, '.', '_' and '-'")
+    if not isinstance(block, dict):
+        raise ck.fail(where, f"expected a mapping of fields, got {type(block).__name__}")
+    for key in block:
+        if key not in PROBLEM_KEYS:
+            raise ck.fail(f"{where}.{key}", f"unknown key (allowed: {', '.join(PROBLEM_KEYS)})")
+    for key in ("pde", "d", "c"):
+        if key not in block:
+            raise ck.fail(f"{where}.{key}", "missing required key")
+    if "u" not in block:
+        reason = ("a right-hand side without an exact solution is not supported yet: give u"
+                  if "f" in block else "missing required key")
+        raise ck.fail(f"{where}.u", reason)
+    if "f" in block:
+        raise ck.fail(f"{where}.f", "give u or f, not both (f is derived from u)")
+    if block["pde"] not in PDES:
+        raise ck.fail(f"{where}.pde", f"unknown PDE {block['pde']!r} (choose from {', '.join(PDES)})")
+    d = ck.int_at_least(block["d"], f"{where}.d", 1)
+    if d > MAX_D:
+        raise ck.fail(f"{where}.d", f"must be <= {MAX_D}, got {d}")
+    domain = block.get("domain", "ball")
+    if domain not in DOMAINS:
+        raise ck.fail(f"{where}.domain", f"unknown domain {domain!r} (choose from {', '.join(DOMAINS)})")
+    for key in ("c", "u"):
+        if isinstance(block[key], bool) or not isinstance(block[key], (str, int, float)):
+            raise ck.fail(f"{where}.{key}", f"expected a formula (a string), got {type(block[key]).__name__}")
+    spec = ProblemSpec(name, block["pde"], d, str(block["c"]), str(block["u"]), domain)
+    try:
+        build_problem(spec)
+    except ProblemError as exc:
+        raise ck.fail(f"{where}.{exc.field}", exc.reason) from None
+    return spec
+
+
+def _parse_experiment(name: Any, block: Any, path: Path,
+                      problems: dict[str, ProblemSpec] | None = None) -> ExperimentSpec:
     ck = _Checker(path, str(name))
     if not isinstance(name, str) or not _NAME.match(name):
         raise ck.fail(None, "an experiment name is letters, digits, '.', '_' and '-', starting with a letter "
@@ -133,6 +177,15 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     for key in block:
         if key not in REQUIRED + OPTIONAL:
             raise ck.fail(str(key), f"unknown key (allowed: {', '.join(REQUIRED + OPTIONAL)})")
+    problem = None
+    if "problem" in block:
+        problem = (problems or {}).get(block["problem"]) if isinstance(block["problem"], str) else None
+        if problem is None:
+            raise ck.fail("problem", f"no problem {block['problem']!r} in the file's problems: section")
+        for key in ("pde", "d", "solution"):
+            if key in block:
+                raise ck.fail(key, f"given by problem {problem.name!r}; remove it here")
+        block = {**block, "pde": problem.pde, "d": problem.d}
     for key in REQUIRED:
         if key not in block:
             raise ck.fail(key, "missing required key")
@@ -143,7 +196,7 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     d = ck.int_at_least(block["d"], "d", 1)
     if d > MAX_D:
         raise ck.fail("d", f"must be <= {MAX_D} (points are drawn by rejection from the cube), got {d}")
-    solution = block.get("solution")
+    solution = block.get("solution") if problem is None else problem.identity()
     if solution is not None and not isinstance(solution, str):
         raise ck.fail("solution", f"expected a string, got {type(solution).__name__}")
     table = block.get("table")
@@ -191,13 +244,14 @@ def _parse_experiment(name: Any, block: Any, path: Path) -> ExperimentSpec:
     # The problem must exist (e.g. the exp-sin solution is 2-D only).
     from lysep_cli.numerics.problems import make_problem
 
-    try:
-        make_problem(pde, d, solution)
-    except ValueError as exc:
-        raise ck.fail("solution" if solution is not None else "d", str(exc)) from None
+    if problem is None:
+        try:
+            make_problem(pde, d, solution)
+        except ValueError as exc:
+            raise ck.fail("solution" if solution is not None else "d", str(exc)) from None
 
     return ExperimentSpec(name, pde, d, parsed_sizes, n_train, n_test, iterations, parsed_seeds,
-                          parsed_solvers, table, solution, own_sizes)
+                          parsed_solvers, table, solution, own_sizes, problem)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -243,12 +297,16 @@ def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
     if not isinstance(doc, dict):
         raise ck.fail(None, "expected a mapping with the key 'experiments'")
     for key in doc:
-        if key != "experiments":
-            raise ck.fail(str(key), "unknown top-level key (allowed: experiments)")
+        if key not in ("experiments", "problems"):
+            raise ck.fail(str(key), "unknown top-level key (allowed: experiments, problems)")
     experiments = doc.get("experiments")
     if not isinstance(experiments, dict) or not experiments:
         raise ck.fail("experiments", "expected a non-empty mapping name -> experiment")
-    return {str(name): _parse_experiment(name, block, path) for name, block in experiments.items()}
+    raw = doc.get("problems", {})
+    if not isinstance(raw, dict):
+        raise ck.fail("problems", "expected a mapping name -> problem")
+    problems = {str(name): _parse_problem(name, block, path) for name, block in raw.items()}
+    return {str(name): _parse_experiment(name, block, path, problems) for name, block in experiments.items()}
 
 
 def default_config() -> Path:

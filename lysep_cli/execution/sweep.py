@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from lysep_cli.execution import cluster, interrupts, memory, runner
 from lysep_cli.execution.runner import Plan, RunKey
-from lysep_cli.specs import ExperimentSpec, BadInput
+from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import atomic, locks, records
 from lysep_cli.store.layout import RunPath
 from lysep_cli.store.schema import RunRecord

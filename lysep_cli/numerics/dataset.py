@@ -16,6 +16,7 @@ import numpy as np
 
 from lysep_cli.numerics.problems import OperatorCoefficients, Problem, make_problem
 from lysep_cli.numerics.sampling import train_test_points
+from lysep_cli.numerics.user_problems import ProblemSpec, build_problem
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,10 @@ def data_sha256(arrays: dict[str, np.ndarray]) -> str:
 
 
 @lru_cache(maxsize=8)
-def _build(pde: str, d: int, solution: str | None, n_train: int, n_test: int) -> ExperimentData:
-    problem = make_problem(pde, d, solution)  # type: ignore[arg-type]
-    Z_train, Z_test = train_test_points(n_train, n_test, d, time=problem.time_dependent)
+def _build(pde: str, d: int, solution: str | None, n_train: int, n_test: int,
+           user: ProblemSpec | None = None) -> ExperimentData:
+    problem = make_problem(pde, d, solution) if user is None else build_problem(user)  # type: ignore[arg-type]
+    Z_train, Z_test = train_test_points(n_train, n_test, d, time=problem.time_dependent, domain=problem.domain)
     sha = data_sha256(saved_arrays(Z_train, Z_test))
     return ExperimentData(problem, Z_train, Z_test, TrainingData.build(problem, Z_train), sha)
 
@@ -73,8 +75,15 @@ class DataSpec(Protocol):
     solution: str | None
     n_train: int
     n_test: int
+    problem: ProblemSpec | None
+
+
+def problem_of(spec: DataSpec) -> Problem:
+    """The experiment's problem: one of Section 4, or one written in the experiments file."""
+    user = getattr(spec, "problem", None)
+    return make_problem(spec.pde, spec.d, spec.solution) if user is None else build_problem(user)  # type: ignore[arg-type]
 
 
 def experiment_data(spec: DataSpec) -> ExperimentData:
     """The experiment's data set (cached per process); unpacks as (problem, Z_train, Z_test, training, sha)."""
-    return _build(spec.pde, spec.d, spec.solution, spec.n_train, spec.n_test)
+    return _build(spec.pde, spec.d, spec.solution, spec.n_train, spec.n_test, getattr(spec, "problem", None))

@@ -50,11 +50,23 @@ class SpatialCoefficient:
 
 
 @dataclass(frozen=True)
+class BoundaryFactor:
+    """g(x) that vanishes on the boundary of the domain, with its gradient (d, N) and Laplacian (N,); x (d, N).
+    The ball's g = |x|^2 - 1 is built in (:class:`Problem` with ``factor=None``)."""
+
+    g: Callable[[np.ndarray], np.ndarray]
+    grad_g: Callable[[np.ndarray], np.ndarray]
+    lap_g: Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
 class Problem:
-    """One PDE of Section 4 on the unit d-ball (times [0, 1] for time-dependent PDEs).
+    """One PDE on the unit d-ball (Section 4) or another domain (times [0, 1] for time-dependent PDEs).
 
     ``u``, ``grad_u``, ``lap_u`` give the exact solution u(Z) (N,), its spatial gradient (d, N) and
     spatial Laplacian (N,); ``ut`` and ``utt`` its time derivatives (time-dependent problems).
+    ``factor``: the domain's g (None: the unit ball, g = |x|^2 - 1); ``source``: the right-hand side when
+    given as a formula (problems written in the experiments file), else derived from u and c.
     """
 
     name: str
@@ -66,6 +78,9 @@ class Problem:
     lap_u: Callable[[np.ndarray], np.ndarray]
     ut: Callable[[np.ndarray], np.ndarray] | None = None
     utt: Callable[[np.ndarray], np.ndarray] | None = None
+    factor: BoundaryFactor | None = None
+    source: Callable[[np.ndarray], np.ndarray] | None = None
+    domain: str = "ball"
 
     @property
     def time_dependent(self) -> bool:
@@ -89,6 +104,8 @@ class Problem:
 
     def rhs(self, Z: np.ndarray) -> np.ndarray:
         """Data Y: f of `eq:Elliptic equation`, or Q of `eq:Parabolic equation` / `eq:Hyperbolic equation`."""
+        if self.source is not None:
+            return self.source(Z)
         if self.pde == "elliptic":
             return self.div_c_grad_u(Z)
         if self.pde == "parabolic":
@@ -102,7 +119,7 @@ class Problem:
         (docs/paper-notes.md: `eq:J-hyberbolic` writes T_0 where T-hat_0 = t^2 is meant).
         """
         t, x = self.split(Z)
-        g = np.sum(x * x, axis=0) - 1.0
+        g = np.sum(x * x, axis=0) - 1.0 if self.factor is None else self.factor.g(x)
         if self.pde == "elliptic":
             return g
         if self.pde == "parabolic":
@@ -115,11 +132,16 @@ class Problem:
         d = self.d
         c = self.coefficient.c(x)
         grad_c = self.coefficient.grad_c(x)
-        X_hat = np.sum(x * x, axis=0)
-        g = X_hat - 1.0
-        # Elliptic coefficients of `eq:Phi`.
-        K_e = 2.0 * (d * c + np.sum(x * grad_c, axis=0))
-        K_e_i = 4.0 * x * c + grad_c * g  # (d, N)
+        if self.factor is None:  # the ball: g = |x|^2 - 1, grad g = 2x, lap g = 2d
+            X_hat = np.sum(x * x, axis=0)
+            g = X_hat - 1.0
+            # Elliptic coefficients of `eq:Phi`.
+            K_e = 2.0 * (d * c + np.sum(x * grad_c, axis=0))
+            K_e_i = 4.0 * x * c + grad_c * g  # (d, N)
+        else:  # div(c grad(g phi)) = (c lap g + grad c . grad g) phi + (2c grad g + g grad c) . grad phi + c g lap phi
+            g, grad_g = self.factor.g(x), self.factor.grad_g(x)
+            K_e = c * self.factor.lap_g(x) + np.sum(grad_c * grad_g, axis=0)
+            K_e_i = 2.0 * c * grad_g + g * grad_c
         K_e_hat = c * g
         n = Z.shape[1]
         if self.pde == "elliptic":

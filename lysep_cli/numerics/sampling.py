@@ -1,4 +1,5 @@
-"""Halton training and test points in the unit d-ball (times [0, 1] for time-dependent PDEs).
+"""Halton training and test points in the unit d-ball or the box [0, 1]^d (times [0, 1] for time-dependent
+PDEs).  The box (problems written in the experiments file) takes the Halton points as they come.
 
 Construction (documented in docs/foundation.md): one unscrambled Halton sequence (scipy.stats.qmc) in
 the cube [-1, 1]^d (times [0, 1] as the first coordinate when there is time) is walked in order;
@@ -51,10 +52,38 @@ def halton_ball(n: int, d: int, time: bool, skip: int = 1) -> np.ndarray:
     return np.concatenate(accepted)[:n].T.copy()
 
 
-def train_test_points(n_train: int, n_test: int, d: int, time: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint training and test sets: consecutive runs of one Halton sequence in the ball.
+def halton_box(n: int, d: int, time: bool, skip: int = 1) -> np.ndarray:
+    """First ``n`` Halton points of [0, 1]^d (t in [0, 1] in row 0 when ``time``); (n_in, n)."""
+    sampler = qmc.Halton(d=d + int(time), scramble=False)
+    if skip:
+        sampler.fast_forward(skip)
+    return sampler.random(n).T.copy()
+
+
+def domain_points(n: int, d: int, time: bool, domain: str = "ball") -> np.ndarray:
+    """``n`` Halton points of the domain ("ball" | "box"), (n_in, n)."""
+    return halton_ball(n, d, time) if domain == "ball" else halton_box(n, d, time)
+
+
+def boundary_points(n: int, d: int, time: bool, domain: str = "ball") -> np.ndarray:
+    """``n`` points on the spatial boundary (the unit sphere, or the faces of the box, one coordinate set
+    to 0 or 1 in turn), t in [0, 1] in row 0 when ``time``; (n_in, n).  For checks, not training."""
+    Z = halton_box(n, d, time)
+    x = Z[int(time):]
+    if domain == "ball":
+        x[:] = 2.0 * x - 1.0
+        x /= np.maximum(np.linalg.norm(x, axis=0), 1e-300)
+    else:
+        face = np.arange(n) % d
+        x[face, np.arange(n)] = (np.arange(n) // d) % 2
+    return Z
+
+
+def train_test_points(n_train: int, n_test: int, d: int, time: bool,
+                      domain: str = "ball") -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint training and test sets: consecutive runs of one Halton sequence in the domain.
 
     Returns (Z_train (n_in, n_train), Z_test (n_in, n_test)).
     """
-    Z = halton_ball(n_train + n_test, d, time)
+    Z = domain_points(n_train + n_test, d, time, domain)
     return Z[:, :n_train].copy(), Z[:, n_train:].copy()

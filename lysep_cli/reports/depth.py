@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from lysep_cli.numerics import network
-from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.dataset import problem_of
 from lysep_cli.reports.selection import bound_violations, display_name, finite_number, sci, solver_key
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import records
@@ -45,7 +45,7 @@ def depth_summary(recs: list[RunRecord], spec: ExperimentSpec, results_dir: str 
     J after the first W_L/b_L solve, else NaN), moves (list of L-1 medians, layer 1 first),
     seconds_per_iteration (median), violations (LySep bound violations summed over runs, else None).
     """
-    n_in = make_problem(spec.pde, spec.d, spec.solution).n_in
+    n_in = problem_of(spec).n_in
     groups: dict[tuple[int, int, str], list[RunRecord]] = {}
     for r in recs:
         groups.setdefault((r.L, r.M, r.solver), []).append(r)

@@ -41,9 +41,9 @@ from threadpoolctl import threadpool_limits
 
 from lysep_cli.execution.runner import RunKey, execute
 from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import problem_of
 from lysep_cli.numerics.metrics import finite_or_none, relative_l2
 from lysep_cli.numerics.network import Params
-from lysep_cli.numerics.problems import make_problem
 from lysep_cli.reports.cellstats import (ALPHA, RATIO_BOUND, Cell, by_cell, cell_of, compare_archives,
                                          compare_cell)
 from lysep_cli.solvers import solver_def
@@ -261,7 +261,7 @@ def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path)
                                        record.seed)
     params = records.load_params(npz_path)
     Z_train, Z_test = records.load_data(results_dir, record.experiment)
-    problem = make_problem(spec.pde, spec.d, spec.solution)
+    problem = problem_of(spec)
     with threadpool_limits(limits=1), np.errstate(all="ignore"):  # as the runner computed them
         J = network.pinn_loss(params, Z_train, problem.coefficients(Z_train), problem.rhs(Z_train))
         l2 = relative_l2(problem, params, Z_test)
