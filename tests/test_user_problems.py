@@ -139,3 +139,42 @@ def test_a_right_hand_side_alone_is_refused_with_the_reason(tmp_path):
     text = BOX.replace('    u: "x1 * (1 - x1) * x2 * (1 - x2) * exp(x1 + x2)"\n', '    f: "1"\n')
     r = cli.invoke(app, ["list", "--config", str(write_tiny(tmp_path, text))])
     assert r.exit_code == 2 and "not supported yet: give u" in r.output
+
+
+HEAT = """\
+problems:
+  heat-2d:
+    pde: hyperbolic
+    d: 2
+    c: "2 + cos(x1 + x2)"
+    u: "t**2 * (1 - x1**2 - x2**2) * cos(x1 - x2)"
+experiments:
+  heat-2d:
+    problem: heat-2d
+    sizes: [[3, 6], [4, 6]]
+    n_train: 80
+    n_test: 30
+    iterations: 3
+    seeds: [0]
+    solvers:
+      pinn: {lr: 1.0e-4}
+      lysep: {step_rule: backtracking, tau: 1.0e-8, weights: frozen, w3_b3: separate}
+      rfls: {}
+      rfm: {sigma: 1.0, sizes: [[2, 30]]}
+      pinn-adam: {lr: 1.0e-3}
+      pinn-lbfgs: {}
+      pinn-lm: {}
+"""
+
+
+def test_every_solver_and_report_runs_on_a_time_dependent_problem_as_data(tmp_path):
+    config, results = write_tiny(tmp_path, HEAT), tmp_path / "results"
+    base = ["--config", str(config), "--results", str(results)]
+    r = cli.invoke(app, ["run", "heat-2d", "--solver", "all", *base])
+    assert r.exit_code == 0, r.output
+    assert "(0 run(s)" not in r.output and "failed, no record" not in r.output
+    for cmd in (["table", "heat-2d"], ["compare", "heat-2d"], ["status", "heat-2d"], ["plot", "heat-2d"],
+                ["verify", "--weights", "--all"]):
+        out = cli.invoke(app, [*cmd, *base])
+        assert out.exit_code == 0, (cmd, out.output)
+    assert "LySep" in cli.invoke(app, ["table", "heat-2d", *base]).output
