@@ -141,12 +141,8 @@ def _parse_problem(name: Any, block: Any, path: Path) -> ProblemSpec:
     for key in ("pde", "d", "c"):
         if key not in block:
             raise ck.fail(f"{where}.{key}", "missing required key")
-    if "u" not in block:
-        reason = ("a right-hand side without an exact solution is not supported yet: give u"
-                  if "f" in block else "missing required key")
-        raise ck.fail(f"{where}.u", reason)
-    if "f" in block:
-        raise ck.fail(f"{where}.f", "give u or f, not both (f is derived from u)")
+    if ("u" in block) == ("f" in block):
+        raise ck.fail(f"{where}.u", "give the exact solution u, or the right-hand side f instead (not both)")
     if block["pde"] not in PDES:
         raise ck.fail(f"{where}.pde", f"unknown PDE {block['pde']!r} (choose from {', '.join(PDES)})")
     d = ck.int_at_least(block["d"], f"{where}.d", 1)
@@ -155,10 +151,11 @@ def _parse_problem(name: Any, block: Any, path: Path) -> ProblemSpec:
     domain = block.get("domain", "ball")
     if domain not in DOMAINS:
         raise ck.fail(f"{where}.domain", f"unknown domain {domain!r} (choose from {', '.join(DOMAINS)})")
-    for key in ("c", "u"):
-        if isinstance(block[key], bool) or not isinstance(block[key], (str, int, float)):
+    for key in ("c", "u", "f"):
+        if key in block and (isinstance(block[key], bool) or not isinstance(block[key], (str, int, float))):
             raise ck.fail(f"{where}.{key}", f"expected a formula (a string), got {type(block[key]).__name__}")
-    spec = ProblemSpec(name, block["pde"], d, str(block["c"]), str(block["u"]), domain)
+    spec = ProblemSpec(name, block["pde"], d, str(block["c"]), str(block["u"]) if "u" in block else None,
+                       domain, str(block["f"]) if "f" in block else None)
     try:
         build_problem(spec)
     except ProblemError as exc:

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lysep_cli.cli import app
+from lysep_cli.store import records
 from lysep_cli.execution.runner import RunKey, execute
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.specs import load_specs
@@ -135,10 +136,21 @@ def test_bad_formulas_are_one_line_exit_2_and_nothing_written(tmp_path, field, t
     assert not results.exists() and not (tmp_path / "pwned").exists()
 
 
-def test_a_right_hand_side_alone_is_refused_with_the_reason(tmp_path):
-    text = BOX.replace('    u: "x1 * (1 - x1) * x2 * (1 - x2) * exp(x1 + x2)"\n', '    f: "1"\n')
-    r = cli.invoke(app, ["list", "--config", str(write_tiny(tmp_path, text))])
-    assert r.exit_code == 2 and "not supported yet: give u" in r.output
+def test_a_right_hand_side_alone_runs_without_an_l2_error(tmp_path):
+    text = BOX.replace('    u: "x1 * (1 - x1) * x2 * (1 - x2) * exp(x1 + x2)"\n', '    f: "-2 * pi**2 * sin(pi * x1)"\n')
+    config, results = write_tiny(tmp_path, text), tmp_path / "results"
+    base = ["--config", str(config), "--results", str(results)]
+    r = cli.invoke(app, ["run", "box-2d", "--solver", "pinn,lysep,rfls", *base])
+    assert r.exit_code == 0 and "diverged 0" in r.output, r.output
+    rec = records.read_record(results / "box-2d" / "rfls" / "L3-M40" / "seed-0.json")
+    assert rec.status == "ok" and rec.final.l2 is None and rec.final.J < 1e-3
+    for cmd in (["table", "box-2d"], ["compare", "box-2d"], ["verify", "--weights", "--all"],
+                ["verify", "box-2d", "--cells", "rfls:3x40"]):
+        out = cli.invoke(app, [*cmd, *base])
+        assert out.exit_code == 0, (cmd, out.output)
+    both = BOX.replace('    u: "', '    f: "1"\n    u: "')
+    r = cli.invoke(app, ["list", "--config", str(write_tiny(tmp_path, both))])
+    assert r.exit_code == 2 and "not both" in r.output
 
 
 HEAT = """\

@@ -111,7 +111,8 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
 
     status, message, diverged_at = result.status, result.message, result.diverged_at
     J_S = None if result.J_S is None else float(result.J_S)
-    if status == "ok" and not all(np.isfinite(x) for x in (J, l2) + (() if J_S is None else (J_S,))):
+    checked = (J,) + (() if l2 is None else (l2,)) + (() if J_S is None else (J_S,))  # l2 None: no exact u
+    if status == "ok" and not all(np.isfinite(x) for x in checked):
         bad = first_nonfinite(result.history["J"])
         status = "diverged"
         diverged_at = bad if bad is not None else len(result.history["J"]) - 1

@@ -11,11 +11,15 @@ from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
 
 
-def relative_l2(problem: Problem, params: Params, Z_test: np.ndarray) -> float:
+def relative_l2(problem: Problem, params: Params, Z_test: np.ndarray) -> float | None:
     """Relative l2 test error of psi = boundary_factor * phi against u (Section 4), Z_test (n_in, n_test)::
 
         E = ( sum_n |psi(z_n) - u(z_n)|^2 / sum_n |u(z_n)|^2 )^(1/2)
+
+    None for a problem given by its right-hand side alone (no exact solution to compare with).
     """
+    if problem.u is None:
+        return None
     psi = problem.boundary_factor(Z_test) * network.value(params, Z_test)
     u = problem.u(Z_test)
     return float(np.sqrt(np.sum((psi - u) ** 2) / np.sum(u ** 2)))

@@ -73,9 +73,10 @@ class Problem:
     pde: PDEType
     d: int
     coefficient: SpatialCoefficient
-    u: Callable[[np.ndarray], np.ndarray]
-    grad_u: Callable[[np.ndarray], np.ndarray]
-    lap_u: Callable[[np.ndarray], np.ndarray]
+    u: Callable[[np.ndarray], np.ndarray] | None
+    """None for a problem given by its right-hand side alone (then ``source`` is set, and no l2 error)"""
+    grad_u: Callable[[np.ndarray], np.ndarray] | None
+    lap_u: Callable[[np.ndarray], np.ndarray] | None
     ut: Callable[[np.ndarray], np.ndarray] | None = None
     utt: Callable[[np.ndarray], np.ndarray] | None = None
     factor: BoundaryFactor | None = None

@@ -40,8 +40,10 @@ class ProblemSpec:
     pde: str
     d: int
     c: str
-    u: str
+    u: str | None
     domain: str = "ball"
+    f: str | None = None
+    """the right-hand side, when given instead of u (then no exact solution, no l2 error)"""
 
     @property
     def time_dependent(self) -> bool:
@@ -50,7 +52,7 @@ class ProblemSpec:
     def identity(self) -> str:
         """The problem's ``solution`` field in run records: its name and a hash of its definition, so a
         record made for other formulas never counts as this problem's."""
-        text = json.dumps([self.pde, self.d, self.domain, self.c, self.u])
+        text = json.dumps([self.pde, self.d, self.domain, self.c, self.u] + ([self.f] if self.f else []))
         return f"{self.name}:{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
@@ -78,9 +80,11 @@ def build_problem(spec: ProblemSpec) -> Problem:
     xs = [names[f"x{i}"] for i in range(1, spec.d + 1)]
     c_spatial = {k: v for k, v in names.items() if k != "t"}
     c = _parse(spec, "c", spec.c, c_spatial)
-    u = _parse(spec, "u", spec.u, names)
     order = ([names["t"]] if time else []) + xs  # rows of Z: t first, as everywhere
     grad_c = [sympy.diff(c, x) for x in xs]
+    if spec.u is None:
+        return _rhs_only(spec, c, grad_c, _parse(spec, "f", spec.f or "", names), xs, order)
+    u = _parse(spec, "u", spec.u, names)
     grad_u = [sympy.diff(u, x) for x in xs]
     lap_u = sum(sympy.diff(u, x, 2) for x in xs)
     div = c * lap_u + sum(gc * gu for gc, gu in zip(grad_c, grad_u))
@@ -108,6 +112,35 @@ def build_problem(spec: ProblemSpec) -> Problem:
                       ut=fn(ut) if time else None, utt=fn(utt) if time else None,
                       factor=factor, source=fn(f), domain=spec.domain)
     _check(spec, problem)
+    return problem
+
+
+def _box_factor(xs: list[sympy.Symbol]) -> BoundaryFactor:
+    g = sympy.Mul(*[x * (1 - x) for x in xs])
+    return BoundaryFactor(compile_expression(g, xs),
+                          _stacked([sympy.diff(g, x) for x in xs], xs),
+                          compile_expression(sum(sympy.diff(g, x, 2) for x in xs), xs))
+
+
+def _stacked(exprs: list[sympy.Expr], symbols: list[sympy.Symbol]):
+    parts = [compile_expression(e, symbols) for e in exprs]
+    return lambda Z: np.stack([p(Z) for p in parts])
+
+
+def _rhs_only(spec: ProblemSpec, c: sympy.Expr, grad_c: list[sympy.Expr], f: sympy.Expr,
+              xs: list[sympy.Symbol], order: list[sympy.Symbol]) -> Problem:
+    """A problem given by c and its right-hand side: no exact solution (no l2 error); c > 0 checked."""
+    coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
+    problem = Problem(spec.name, spec.pde, spec.d, coefficient, None, None, None,  # type: ignore[arg-type]
+                      factor=_box_factor(xs) if spec.domain == "box" else None,
+                      source=compile_expression(f, order), domain=spec.domain)
+    inside = domain_points(512, spec.d, spec.time_dependent, spec.domain)
+    with np.errstate(all="ignore"):
+        cv, fv = coefficient.c(problem.split(inside)[1]), problem.rhs(inside)
+    if not np.all(np.isfinite(cv)) or not np.all(np.isfinite(fv)):
+        raise ProblemError("f", "c or f is not finite at some points of the domain")
+    if np.any(cv <= 0):
+        raise ProblemError("c", f"c(x) must be positive on the domain; it is {float(np.min(cv)):.3g} at some point")
     return problem
 
 

@@ -112,6 +112,8 @@ def _geometric_mean(values: Sequence[float]) -> float:
 
 def compare_quantity(a: Sequence[float], b: Sequence[float], name: str) -> QuantityTest:
     """The effect size and the U test of one quantity (values > 0; +inf allowed)."""
+    if not any(math.isfinite(v) for v in list(a) + list(b)):
+        return QuantityTest(name, math.nan, math.nan, 1.0, 1.0)  # nothing to compare (no l2 without an exact u)
     gm_a, gm_b = _geometric_mean(a), _geometric_mean(b)
     ratio = gm_b / gm_a if math.isfinite(gm_a) and math.isfinite(gm_b) else math.inf
     if list(a) == list(b) or len(set(a) | set(b)) == 1:

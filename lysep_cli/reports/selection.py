@@ -276,7 +276,8 @@ def summary_lines(recs: list[RunRecord]) -> list[str]:
             def mean(q: str) -> float:
                 return float(np.mean([_float(getattr(r.final, q)) for r in ok]))
 
-            text += f"  mean J {mean('J'):.2e}  l2 {mean('l2'):.2e}"
+            l2 = mean('l2')
+            text += f"  mean J {mean('J'):.2e}  l2 " + (f"{l2:.2e}" if np.isfinite(l2) else "— (no exact solution)")
             if all(r.final.J_S is not None for r in ok):
                 text += f"  J_S {mean('J_S'):.2e}"
         lines.append(text)
