@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 import shutil
 import subprocess
@@ -273,3 +274,35 @@ def test_an_ill_conditioned_run_sends_its_cell_to_the_statistical_level(tmp_path
     assert v.output.count("kappa*eps = 2.2e+01 > 0.01, no per-run tolerance") == 3
     assert "statistical level for 1 cell(s) of ill-conditioned runs" in v.output
     assert "agrees    elliptic-2d rfls L3-M6: n 3/3" in v.output and "(levels: ill-conditioned 3, statistical 1)" in v.output
+
+
+def test_the_weights_pass_holds_on_another_kernel_for_an_ill_conditioned_fit_and_still_catches_a_change(
+        tmp_path):
+    """rfls on the paper's initialisation cancels terms of size 1e6 (kappa 1e10+): re-evaluated on another
+    BLAS kernel its J and l2 move far beyond 1e-9, and the tolerance follows the run's one-ulp sensitivity."""
+    if not {"avx", "avx2", "fma"} <= _cpu_flags():
+        pytest.skip("needs an x86-64 CPU with AVX2 (OpenBLAS's Sandybridge kernel as the other platform)")
+    from foundation_helpers import PINN, experiment_yaml, experiments_yaml
+    from lysep_cli.store import records
+
+    config = write_tiny(tmp_path, experiments_yaml(experiment_yaml(
+        "elliptic-2d", {"pinn": PINN, "rfls": "{}"}, table=1, sizes=[[3, 40]], n_train=300, seeds=[0, 1])))
+    results = tmp_path / "results"
+    assert cli.invoke(app, ["run", "elliptic-2d", "--solver", "rfls", "--config", str(config),
+                            "--results", str(results)]).exit_code == 0
+    cmd = [sys.executable, "-m", "lysep_cli.cli", "verify", "--weights", "--all", "--config", str(config),
+           "--results", str(results)]
+    other = {**os.environ, "OPENBLAS_CORETYPE": "Sandybridge"}
+    out = subprocess.run(cmd, env=other, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    diffs = [float(m) for m in re.findall(r"largest relative difference ([0-9.e+-]+)", out.stdout)]
+    assert diffs and max(diffs) > 1e-7  # far beyond a fixed 1e-9: the sensitivity rule is what passes it
+    path = results / "elliptic-2d" / "rfls" / "L3-M40" / "seed-1.json"
+    rec, params = records.read_record(path), records.load_params(path.with_suffix(".npz"))
+    W1 = params[0][0].copy()
+    W1[0, 0] += 1e-6
+    params = [(W1, params[0][1])] + params[1:]
+    records.write_record(results, rec.with_(weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history))),
+                         params)
+    out = subprocess.run(cmd, env=other, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 1 and "MISMATCH  elliptic-2d rfls L3-M40 seed 1: weights" in out.stdout, out.stdout
