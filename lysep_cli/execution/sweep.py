@@ -131,12 +131,12 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
     if plan.todo:
         hours = estimated_hours(plan.todo, spec, req.results)
         if hours is not None:
-            text += f"; about {hours:.2g} CPU-hour(s) at the pace of the records there"
+            text += f"; about {hours:.2g} hour(s) of run time at the pace of the records there"
     return text
 
 
 def estimated_hours(todo: list[RunKey], spec: ExperimentSpec, results: Path) -> float | None:
-    """CPU-hours of ``todo`` at the pace of existing records of the same (solver, L, M) under
+    """Hours of run time (wall, one run at a time) of ``todo`` at the pace of existing records of the same (solver, L, M) under
     ``results`` (None when no such record exists)."""
     pace: dict[tuple[str, int, int], float] = {}
     for r in records.load_records(results, [spec.name]).records:

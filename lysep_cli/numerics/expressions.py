@@ -61,7 +61,7 @@ def _build(node: ast.AST, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise ExpressionError(f"only numbers are allowed as constants, got {node.value!r}")
-        return sympy.nsimplify(node.value) if isinstance(node.value, int) else sympy.Float(node.value)
+        return sympy.Integer(node.value) if isinstance(node.value, int) else sympy.Float(node.value)
     if isinstance(node, ast.Name):
         if node.id in allowed:
             return allowed[node.id]

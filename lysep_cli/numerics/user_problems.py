@@ -17,6 +17,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 import sympy
@@ -95,22 +96,13 @@ def build_problem(spec: ProblemSpec) -> Problem:
     else:
         f = (ut if spec.pde == "parabolic" else utt) - div  # Q of the parabolic / hyperbolic equation
 
-    def fn(expr: sympy.Expr, symbols: list[sympy.Symbol] = order):
-        return compile_expression(expr, symbols)
+    def fn(expr: sympy.Expr) -> Callable[[np.ndarray], np.ndarray]:
+        return compile_expression(expr, order)
 
-    def stacked(exprs: list[sympy.Expr], symbols: list[sympy.Symbol] = order):
-        parts = [compile_expression(e, symbols) for e in exprs]
-        return lambda Z: np.stack([p(Z) for p in parts])
-
-    coefficient = SpatialCoefficient(c=fn(c, xs), grad_c=stacked(grad_c, xs))
-    factor = None
-    if spec.domain == "box":
-        g = sympy.Mul(*[x * (1 - x) for x in xs])
-        factor = BoundaryFactor(fn(g, xs), stacked([sympy.diff(g, x) for x in xs], xs),
-                                fn(sum(sympy.diff(g, x, 2) for x in xs), xs))
-    problem = Problem(spec.name, spec.pde, spec.d, coefficient, fn(u), stacked(grad_u), fn(lap_u),  # type: ignore[arg-type]
+    coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
+    problem = Problem(spec.name, spec.pde, spec.d, coefficient, fn(u), _stacked(grad_u, order), fn(lap_u),
                       ut=fn(ut) if time else None, utt=fn(utt) if time else None,
-                      factor=factor, source=fn(f), domain=spec.domain)
+                      factor=_box_factor(xs) if spec.domain == "box" else None, source=fn(f), domain=spec.domain)
     _check(spec, problem)
     return problem
 
