@@ -49,7 +49,10 @@ def test_the_first_stop_waits_for_the_checkpoint(tmp_path, ctrl_c_raises, sig, k
             assert not ckpt.due()  # no interval (every=None), no stop: not due
             signal.raise_signal(sig)  # held back: no exception here
             assert isinstance(stopping.pending(), kind) and ckpt.due()
-            stopping.check(0, 10)  # after sweep 1 of 10: acts
+            stopping.check(0, 10)  # the stop came after this sweep's save: it waits for the next one
+            assert stopping.pending() is not None
+            ckpt.save({"loop": {"k": 2}}, {})
+            stopping.check(1, 10)  # after sweep 2 of 10, saved: acts
             pytest.fail("check() did not act on the stop")
     assert stopping.pending() is None and signal.getsignal(signal.SIGTERM) is before
 

@@ -37,6 +37,7 @@ GRACE_SECONDS = 20.0
 _pending: KeyboardInterrupt | None = None  # the stop held back until the end of the sweep
 _deferring = False  # a run that keeps a checkpoint is being computed in this process
 _in_worker = False  # this process is a ``--jobs`` worker (set by :func:`worker_process`)
+_saved = False  # the checkpoint has been saved since the held-back stop came
 
 
 class SavingCheckpoint(Checkpoint):
@@ -44,6 +45,12 @@ class SavingCheckpoint(Checkpoint):
 
     def due(self) -> bool:
         return _pending is not None or super().due()
+
+    def save(self, meta: dict[str, Any], arrays: dict[str, Any]) -> None:
+        global _saved
+        stop = _pending
+        super().save(meta, arrays)
+        _saved = _saved or stop is not None
 
 
 def pending() -> KeyboardInterrupt | None:
@@ -78,10 +85,12 @@ def _act(stop: KeyboardInterrupt) -> None:
 
 def check(k: int, iterations: int) -> None:
     """Call from the progress callback after sweep ``k`` (0-based) of ``iterations``: act on a held-back
-    stop, except after the last sweep (the run is let finish; :func:`deferred` acts on it after)."""
-    global _pending
-    if _pending is not None and k + 1 < iterations:
-        stop, _pending = _pending, None
+    stop once the checkpoint holds a sweep after it, except after the last sweep (the run is let finish;
+    :func:`deferred` acts on it after).  A stop that came after this sweep's ``due()`` (while its progress
+    was being reported) waits one more sweep for its save."""
+    global _pending, _saved
+    if _pending is not None and _saved and k + 1 < iterations:
+        stop, _pending, _saved = _pending, None, False
         _act(stop)
 
 
@@ -93,13 +102,13 @@ def deferred(active: bool) -> Iterator[None]:
     Signal handlers can only be set from the main thread: elsewhere (a dask worker's thread) and when
     not ``active`` the block runs with the handlers as they are.
     """
-    global _pending, _deferring
+    global _pending, _saved, _deferring
     if not active or threading.current_thread() is not threading.main_thread():
         yield
         return
     signals = (signal.SIGTERM,) if _in_worker else (signal.SIGINT, signal.SIGTERM)
     previous: dict[int, Any] = {sig: signal.getsignal(sig) for sig in signals}
-    _pending, _deferring = None, True
+    _pending, _saved, _deferring = None, False, True
     for sig in signals:
         signal.signal(sig, _on_stop)
     try:
@@ -108,7 +117,7 @@ def deferred(active: bool) -> Iterator[None]:
         _deferring = False
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        stop, _pending = _pending, None  # an exception leaving the block supersedes it
+        stop, _pending, _saved = _pending, None, False  # an exception leaving the block supersedes it
     if stop is not None:
         _act(stop)
 
