@@ -333,10 +333,10 @@ app.add_typer(study_app, name="study")
 
 
 @study_app.command("step-size", cls=opt.Command)
-@_guarded("nothing written")
+@_guarded("the runs finished so far are in runs.csv")
 def study_step_size(
     experiment: str = typer.Argument(..., help="experiment name"),
-    sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x50 (default: spec)"),
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x30,3x50 (default: spec)"),
     seeds: Optional[str] = typer.Option("0-4", "--seeds", help="e.g. 0-4"),
     taus: str = typer.Option("0,1e-10,1e-8,1e-6,1e-4,1e-2,1", "--taus", help="fixed step sizes, comma-separated"),
     iterations: int = typer.Option(200, "--iterations", parser=whole_number, help="sweeps per run"),
@@ -345,8 +345,9 @@ def study_step_size(
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
 ) -> None:
-    """LySep's final J and l2 against a fixed tau (tau = 0: closed-form updates only) and per-block backtracking."""
-    from lysep_cli.reports.study import step_size_study, write_study
+    """LySep as written (one fixed tau; tau = 0: closed-form updates only) beside per-block backtracking:
+    final J, J_S, l2, hidden-layer movement, divergence.  Resumes: runs already in OUT/runs.csv are kept."""
+    from lysep_cli.reports.study import planned_runs, read_runs, run_key, step_size_study, write_runs, write_study
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
     if "lysep" not in spec.solvers:
@@ -358,15 +359,21 @@ def study_step_size(
     opt.positive(iterations, "--iterations")
     out_dir = out if out is not None else results / spec.name / "study-step-size"
     opt.writable_dir(out_dir, "--out" if out is not None else "--results")
-    total = len(size_list) * len(seed_list) * (len(tau_list) + 1)
+    done = read_runs(out_dir / "runs.csv")
+    total = len(planned_runs(size_list, seed_list, tau_list, iterations))
     count = [0]
 
     def tick(message: str) -> None:
         count[0] += 1
-        _say(f"[{count[0]}/{total}] {message}")
+        _say(f"[{count[0]}/{total - skipped}] {message}")
 
-    df = step_size_study(spec, size_list, seed_list, tau_list, iterations, spec.solvers["lysep"], tick)
-    for path in write_study(df, out_dir):
+    planned = {run_key(r) for r in planned_runs(size_list, seed_list, tau_list, iterations)}
+    skipped = 0 if done is None else sum(run_key(r) in planned for r in done.to_dict("records"))
+    if skipped:
+        _say(f"{skipped} of {total} runs already in {out_dir / 'runs.csv'}: kept")
+    df = step_size_study(spec, size_list, seed_list, tau_list, iterations, spec.solvers["lysep"], tick,
+                         done=done, on_row=lambda table: write_runs(table, out_dir))
+    for path in write_study(df, out_dir, spec.name):
         typer.echo(str(path))
 
 

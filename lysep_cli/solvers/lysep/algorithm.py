@@ -168,6 +168,8 @@ class LySepIteration:
                 self._set(block, solve_b(int(block[1:]), self.st, data, weights(self.st, data)))
             if block not in self.blocks:
                 self.J_S = lysep_loss(self.st, data, self.terms).J_S
+            if not np.isfinite(self.J_S):
+                return  # diverged (a large fixed tau): the loop stops on it before a solve meets inf / NaN
 
 
 def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
