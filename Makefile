@@ -11,6 +11,10 @@
 #                         cell of the four experiments into RESULTS, then the outputs (docs/baselines.md)
 #   make depth            the depth study (docs/lysep-depth.md): elliptic-2d-depth, elliptic-10d-depth with
 #                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
+#   make fixed-tau        LySep as written (one fixed tau, the paper's Algorithms 1-3) beside our default rule:
+#                         `lysep study step-size` at the two smallest sizes of each experiment, 3 seeds, 2000
+#                         sweeps, tau in FIXED_TAUS, into RESULTS/<experiment>/study-step-size/ (resumes;
+#                         about 7 CPU-hours; two chains of experiments in parallel)
 #   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make compact          rewrite older (schema-2) records of RESULTS with their histories in the NPZ
@@ -47,7 +51,18 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact
+.PHONY: install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
+
+# LySep's fixed-tau study (docs/lysep.md): experiment:sizes, in two chains run side by side
+FIXED_TAUS ?= 0,1e-14,1e-12,1e-10,1e-8,1e-6,1e-4,1e-2,1,1e2
+FIXED_TAU_SEEDS ?= 0-2
+FIXED_TAU_CHAIN_1 ?= elliptic-2d:3x30 elliptic-2d:3x50 hyperbolic-5d:3x20 hyperbolic-5d:3x50
+FIXED_TAU_CHAIN_2 ?= elliptic-10d:3x20 parabolic-5d:3x20 parabolic-5d:3x50 elliptic-10d:3x50
+FIXED_TAU_STUDY = for c in $(1); do \
+	  e=$${c%%:*}; s=$${c\#\#*:}; \
+	  $(LYSEP) study step-size $$e --sizes $$s --seeds $(FIXED_TAU_SEEDS) --taus $(FIXED_TAUS) \
+	    --iterations 2000 --results $(RESULTS) || exit $$?; \
+	done
 
 install: $(VENV)/.installed
 
@@ -119,6 +134,11 @@ depth-outputs:
 	    $(LYSEP) study depth $$e $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e-study.md || exit $$?; \
 	  else echo "$$e: no runs under $(RESULTS)/ yet"; fi; \
 	done
+
+fixed-tau: install
+	@($(call FIXED_TAU_STUDY,$(FIXED_TAU_CHAIN_1))) & pid=$$!; \
+	($(call FIXED_TAU_STUDY,$(FIXED_TAU_CHAIN_2))) || status=$$?; \
+	wait $$pid || status=$$?; exit $${status:-0}
 
 docs: install
 	$(BIN)/python docs/refresh.py --results $(RESULTS)
