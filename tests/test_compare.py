@@ -110,8 +110,10 @@ def test_cells_match_records_and_paper(results):
 def test_summary_counts(results):
     root, _ = results
     s = build_comparison(comparison(root, [EXP]), [EXP]).summary[EXP]
-    # per size: within = PINN J (0.55), LySep J_S (2.2), LySep l2 (1.65); better = PINN J, LySep J
-    assert s == {"cells": 20, "compared": 10, "within": 6, "better": 4, "worse": 6, "missing": 10,
+    # per size: within = PINN J (0.55), LySep J_S (2.2), LySep l2 (1.65); better = PINN J, LySep J; the
+    # seeds spread ours over factor * [1, 1.2], so every interval lies on one side of 3 and of 10
+    assert s == {"cells": 20, "compared": 10, "within": 6, "outside": 4, "undecided": 0,
+                 "within_3x": 6, "outside_3x": 4, "undecided_3x": 0, "better": 4, "worse": 6, "missing": 10,
                  "verdicts": 4, "agree": 4}
 
 
@@ -157,11 +159,17 @@ def test_markdown_rows_match_cells(results):
             fields = [f.strip() for f in row[0].strip("|").split("|")]
             assert fields[3].startswith(f"{vals.mean():.2e} ± ")
             assert fields[4] == f"{len(SEEDS)}/10"
+            assert fields[3] == f"{vals.mean():.2e} ± {vals.std(ddof=1):.2e}"  # the sample std
             assert fields[5] == f"{pm:.2e} ± {ps:.2e}"
-            assert float(fields[6]) == pytest.approx(vals.mean() / pm, rel=1e-2)
-    assert "| (3,80) | PINN | J | — (0 seeds) | 0/10 | 9.42e-03 ± 9.38e-03 |  |" in md
+            ratio, interval = fields[6].split(" [")
+            assert float(ratio) == pytest.approx(vals.mean() / pm, rel=1e-2)
+            lo, hi = map(float, interval.rstrip("]").split(", "))
+            assert lo <= float(ratio) <= hi
+            assert fields[7] == ("within" if 1 / 3 <= lo and hi <= 3 else "outside")
+    assert "| (3,80) | PINN | J | — (0 seeds) | 0/10 | 9.42e-03 ± 9.38e-03 |  |  |" in md
     summary = [ln for ln in lines if ln.startswith("**Summary**")]
-    assert summary == ["**Summary** elliptic-2d: 6/20 cells within 10x of the paper; 4 better (ours < paper), "
+    assert summary == ["**Summary** elliptic-2d: 6/20 cells within 10x of the paper, 6/20 within 3x, judged on "
+                       "the 95% interval of ours/paper; 4 better (ours < paper), "
                        "6 worse (ours > paper); 10 missing; LySep-vs-PINN verdict agrees with the paper in 4/4"]
     assert f"iterations {ITERATIONS} (paper: 2000)" in md
 
@@ -173,7 +181,8 @@ def test_latex_is_balanced(results):
     assert "±" not in tex and "—" not in tex
     assert r"$\pm$" in tex
     body = [ln for ln in tex.splitlines() if ln.startswith("(3,30) & PINN")]
-    assert body and all(ln.count("&") == 6 for ln in body)
+    assert body and all(ln.count("&") == 7 for ln in body)
+    assert "sample std" in tex and "bootstrap" in tex and "−" not in tex and "×" not in tex
 
 
 def test_all_experiments_and_extra_solver(tmp_path):
@@ -225,7 +234,7 @@ def test_diverged_runs(tmp_path):
     md = render_comparison(comparison(root, [EXP]), [EXP], "markdown")
     assert "2 diverged run(s)" in md
     assert "| (3,30) | PINN | J | — (0 seeds) | 0/10 (+1 diverged) |" in md
-    assert "| (3,30) | LySep | J | 3.00e-05 ± 1.00e-05 | 2/10 (+1 diverged) |" in md
+    assert "| (3,30) | LySep | J | 3.00e-05 ± 1.41e-05 | 2/10 (+1 diverged) |" in md  # sample std, N = 2
     assert comp.summary[EXP]["missing"] == 2 + 15
 
 

@@ -46,7 +46,8 @@ def test_aggregate():
     assert set(reporting.COLUMNS) <= set(df.columns)
     pinn = df[df.solver == "pinn"].iloc[0]
     assert (pinn.n_seeds, pinn.n_diverged) == (2, 0)
-    assert pinn.J_mean == pytest.approx(2e-2) and pinn.J_std == pytest.approx(1e-2)  # population std
+    # the sample std (N - 1): sqrt(((1e-2 - 2e-2)^2 + (3e-2 - 2e-2)^2) / 1)
+    assert pinn.J_mean == pytest.approx(2e-2) and pinn.J_std == pytest.approx(2 ** 0.5 * 1e-2)
     assert np.isnan(pinn.J_S_mean)
     lysep = df[df.solver == "lysep"].iloc[0]
     assert (lysep.n_seeds, lysep.n_diverged, lysep.n_runs) == (10, 1, 11)
@@ -60,7 +61,7 @@ def test_markdown_layout(paper_specs):
     row = lambda prefix: next(l for l in lines if re.match(prefix, l))  # noqa: E731
     assert "| (3,30)  | PINN" in text
     pinn = row(r"\| \(3,30\)\s+\| PINN")
-    assert "2.00e-02±1.00e-02" in pinn and "6.00e-02±1.00e-02" in pinn and "2/10 ‡" in pinn
+    assert "2.00e-02±1.41e-02" in pinn and "6.00e-02±1.41e-02" in pinn and "2/10 ‡" in pinn
     lysep = row(r"\|\s+\| LySep")
     assert "2.00e-05±" in lysep and "3.00e-05±" in lysep and "10/10 (1 div.)" in lysep and "‡" not in lysep
     # The published numbers are on their own "paper" rows, never in ours.
@@ -85,7 +86,8 @@ def _check_latex_rows(tex):
 def test_latex_layout(paper_specs):
     tex = tables.render_tables(selection(synthetic()), [paper_specs["elliptic-2d"]], "latex", standalone=True)
     assert "\\toprule" in tex and "\\bottomrule" in tex and "\\multirow{5}{*}{$(3,30)$}" in tex
-    assert "& PINN & \\multicolumn{2}{c}{2.00e-02$\\pm$1.00e-02}" in tex
+    assert "& PINN & \\multicolumn{2}{c}{2.00e-02$\\pm$1.41e-02}" in tex
+    assert "sample std" in tex and "$N-1$" in tex
     assert "\\textit{1.88e-02$\\pm$6.78e-03}" in tex
     assert "rfls$^{\\dagger}$" in tex
     _check_latex_rows(tex)
@@ -108,10 +110,12 @@ def test_table_from_a_tiny_run(tmp_path):
     sel = reporting.select(load_records(tmp_path / "res"), [spec])
     md = tables.render_tables(sel, [spec], "markdown")
     J = sel.records[0].final.J
-    assert len(sel.records) == 1 and f"{J:.2e}±0.00e+00" in md and "1/2 ‡" in md
+    # one seed: the sample std is undefined, the cell is the mean alone (never nan)
+    assert len(sel.records) == 1 and f"| {J:.2e} " in md and f"{J:.2e}±" not in md and "1/2 ‡" in md
+    assert "nan" not in md
     assert "Not shown: 1 run record(s) that do not match the spec (1 with other iterations)." in md
     tex = tables.render_tables(sel, [spec], "latex")
-    assert f"{J:.2e}$\\pm$0.00e+00" in tex and "$J^{p}$" in tex and "Not shown: 1 run record(s)" in tex
+    assert f"{{{J:.2e}}}" in tex and f"{J:.2e}$\\pm$" not in tex and "$J^{p}$" in tex and "Not shown: 1 run record(s)" in tex
     _check_latex_rows(tex)
     # Shown with --iterations 3: the other record, and the note says which count the spec asks for.
     md3 = tables.render_tables(reporting.select(load_records(tmp_path / "res"), [spec], 3), [spec], "markdown")

@@ -17,7 +17,8 @@ import pandas as pd
 
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import problem_of
-from lysep_cli.reports.selection import bound_violations, display_name, finite_number, sci, solver_key
+from lysep_cli.reports.selection import (bound_violations, display_name, finite_number, pm, sample_std, sci,
+                                         solver_key)
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import records
 from lysep_cli.store.schema import RunRecord
@@ -41,9 +42,10 @@ def depth_summary(recs: list[RunRecord], spec: ExperimentSpec, results_dir: str 
     """One row per (L, M, solver) of ``recs`` (records of ``spec``'s experiment; diverged runs counted
     apart).
 
-    Columns: L, M, solver, n_seeds, n_diverged, J_median, J_mean, J_std, l2_median, J1_median (LySep:
-    J after the first W_L/b_L solve, else NaN), moves (list of L-1 medians, layer 1 first),
-    seconds_per_iteration (median), violations (LySep bound violations summed over runs, else None).
+    Columns: L, M, solver, n_seeds, n_diverged, J_median, J_mean, J_std (sample std, N − 1; NaN for one
+    seed), l2_median, J1_median (LySep: J after the first W_L/b_L solve, else NaN), moves (list of L-1
+    medians, layer 1 first), seconds_per_iteration (median), violations (LySep bound violations summed
+    over runs, else None).
     """
     n_in = problem_of(spec).n_in
     groups: dict[tuple[int, int, str], list[RunRecord]] = {}
@@ -57,7 +59,7 @@ def depth_summary(recs: list[RunRecord], spec: ExperimentSpec, results_dir: str 
         rows.append({
             "L": L, "M": M, "solver": solver, "n_seeds": len(ok), "n_diverged": len(rs) - len(ok),
             "J_median": _median(list(J)), "J_mean": float(J.mean()) if len(J) else float("nan"),
-            "J_std": float(J.std()) if len(J) else float("nan"),
+            "J_std": sample_std(J),
             "l2_median": _median([r.final.l2 for r in ok]),
             "J1_median": _median([r.diagnostics.get("J_after_first_W3_solve", float("nan")) for r in ok]),
             "moves": [float(np.median(moves[:, l])) for l in range(L - 1)] if len(ok) else [],
@@ -86,10 +88,11 @@ def render_depth_markdown(df: pd.DataFrame, spec: ExperimentSpec, iterations: in
         seeds = f"{row.n_seeds}" + (f" (+{row.n_diverged} diverged)" if row.n_diverged else "")
         lines.append(
             f"| ({row.L},{row.M}) | {display_name(row.solver)} | {seeds} | {sci(row.J_median)} "
-            f"| {sci(row.J_mean)} ± {sci(row.J_std)} | {sci(row.l2_median)} "
+            f"| {pm(row.J_mean, row.J_std, spaced=True)} | {sci(row.l2_median)} "
             f"| {sci(row.J1_median) if math.isfinite(row.J1_median) else '—'} | {_moves(row.moves)} "
             f"| {row.seconds_per_iteration:.3g} | {_count(row.violations)} |")
-    lines += ["", "- move: median over seeds of ‖W_l − W_l⁰‖/‖W_l⁰‖ (W_l⁰ the seeded start), l = 1 … L−1.",
+    lines += ["", "- J mean ± std: the sample std over the seeds (divides by N − 1; one seed: the mean alone).",
+              "- move: median over seeds of ‖W_l − W_l⁰‖/‖W_l⁰‖ (W_l⁰ the seeded start), l = 1 … L−1.",
               "- J1: LySep's J after the first output solve (end of sweep 1); s / iteration: recorded run "
               "time over iterations done (one BLAS thread; rfls does one solve: its time per run)."]
     return "\n".join(lines) + "\n"

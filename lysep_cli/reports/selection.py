@@ -3,10 +3,12 @@
 - the published tables (``lysep_cli/data/published-tables.yaml``), loaded once;
 - display names and the order of the solvers (PINN, LySep, then the others by name);
 - the number format (``%.2e``, mean ± std, a dash for a missing value);
+- :func:`sample_std`: the std every report shows, the sample std over the seeds (divides by N − 1, as
+  Matlab's ``std`` and ``torch.std`` that the paper used; NaN for one seed, shown as the mean alone);
 - :func:`select`: which records a report may use.  Only records that match the spec they are shown
   under (solver settings, iterations, n_train, n_test, data set; :func:`lysep_cli.store.schema.differences`)
   are used; the others are counted per reason and named in a note, never averaged in;
-- :func:`aggregate`: mean and std over the seeds per (experiment, L, M, solver);
+- :func:`aggregate`: mean and sample std over the seeds per (experiment, L, M, solver);
 - :func:`summary_lines`: the summary ``lysep run`` prints after a sweep;
 - :func:`shown`: the records and experiments a report command shows, or :class:`NothingToShow`.
 """
@@ -98,8 +100,8 @@ def sci(x: float) -> str:
 
 
 def pm(mean: float, std: float, latex: bool = False, spaced: bool = False) -> str:
-    """"mean±std" in %.2e (``spaced``: "mean ± std"); the mean alone when std is missing; a dash when
-    the mean is missing."""
+    """"mean±std" in %.2e (``spaced``: "mean ± std"); the mean alone when std is missing (one seed: the
+    sample std is undefined); a dash when the mean is missing."""
     if not math.isfinite(mean):
         return dash(latex)
     if not math.isfinite(std):
@@ -202,16 +204,27 @@ COLUMNS = ["experiment", "L", "M", "solver", "n_runs", "n_seeds", "n_diverged", 
            "J_mean", "J_std", "l2_mean", "l2_std", "seconds_mean", "iterations"]
 
 
+#: what every mean ± std of the reports is, for their captions and legends
+STD_NOTE = "± sample std over the seeds (divides by N − 1; one seed: the mean alone)"
+
+
 def _float(x: float | None) -> float:
     return float("nan") if x is None else float(x)
+
+
+def sample_std(values: np.ndarray) -> float:
+    """The sample standard deviation (ddof = 1, dividing by N − 1) of ``values`` (shape (N,)); NaN when
+    N < 2, where it is undefined (the reports then print the mean alone)."""
+    x = np.asarray(values, dtype=float)
+    return float(np.std(x, ddof=1)) if x.size >= 2 else float("nan")
 
 
 def aggregate(records: list[RunRecord]) -> pd.DataFrame:
     """One row per (experiment, L, M, solver).
 
     Columns: n_runs (records), n_seeds (runs with status "ok", the ones aggregated), n_diverged,
-    J_S_mean, J_S_std, J_mean, J_std, l2_mean, l2_std (mean and population std over the ok runs; NaN
-    when none, or when the solver has no J_S), seconds_mean (all runs), iterations (the common count,
+    J_S_mean, J_S_std, J_mean, J_std, l2_mean, l2_std (mean and sample std, :func:`sample_std`, over
+    the ok runs; NaN when none, or when the solver has no J_S; the std is NaN for one ok run), seconds_mean (all runs), iterations (the common count,
     -1 when mixed).
     """
     if not records:
@@ -231,7 +244,7 @@ def aggregate(records: list[RunRecord]) -> pd.DataFrame:
             good = vals[np.isfinite(vals)]
             full = len(good) == len(vals) and len(vals) > 0
             row[f"{f}_mean"] = float(np.mean(good)) if full else float("nan")
-            row[f"{f}_std"] = float(np.std(good)) if full else float("nan")
+            row[f"{f}_std"] = sample_std(good) if full else float("nan")
         row["seconds_mean"] = float(g["seconds"].mean())
         its = g["iterations"].unique()
         row["iterations"] = int(its[0]) if len(its) == 1 else -1

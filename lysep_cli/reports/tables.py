@@ -10,7 +10,9 @@ Additions to the paper's layout (never mixed into our cells):
   lysep_cli/data/published-tables.yaml;
 - solvers other than PINN and LySep as extra rows, marked with a dagger (not in the paper).
 
-Statistics: mean and population standard deviation (ddof = 0) over the runs with status "ok".
+Statistics: mean and sample standard deviation (ddof = 1, dividing by N − 1, as the paper's Matlab ``std``
+and ``torch.std`` do; :func:`lysep_cli.reports.selection.sample_std`) over the runs with status "ok"; a
+cell of one seed shows the mean alone.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ def _table_rows(df: pd.DataFrame, spec: ExperimentSpec, latex: bool, iterations:
     notes.append("Seeds: runs aggregated / seeds requested by the spec"
                  + ("; " + flag.strip() + " fewer than requested" if short else "")
                  + "; diverged runs are counted apart and excluded from the statistics.")
-    notes.append(f"Cells: mean{sign}std (population std) over the seeds; Actual loss is {js} for LySep and "
+    n1 = "$N-1$" if latex else "N − 1"
+    notes.append(f"Cells: mean{sign}std, the sample std over the seeds (divides by {n1}, as the paper's "
+                 f"std; one seed: the mean alone); Actual loss is {js} for LySep and "
                  "J itself for the PINN-type models (merged cell).")
     if any(row[7] for row in rows):
         notes.append(f"Rows {quote[0]}paper{quote[1]}: the published numbers of paper Table {spec.table} "
@@ -160,7 +164,7 @@ def render_latex(df: pd.DataFrame, spec: ExperimentSpec, iterations: int | None 
     out += ["\\bottomrule", "\\end{tabular}",
             "\\par\\smallskip", "\\parbox{0.95\\linewidth}{\\footnotesize " + " ".join(notes) + "}",
             f"\\caption{{\\em {_latex_escape(_title(spec))}: final actual loss, ${J}$ and relative "
-            "$\\ell^2$ test error (mean$\\pm$std over the seeds).}",
+            "$\\ell^2$ test error (mean$\\pm$sample std over the seeds, $N-1$).}",
             f"\\label{{{label}}}", "\\end{table}"]
     return "\n".join(out) + "\n"
 
