@@ -12,6 +12,10 @@ with a relative cutoff: singular values below ``rcond * s_max`` are dropped (min
 the remaining subspace).  The default, ``rcond: auto``, is eps * max(N, M + 1) (numpy.linalg.lstsq's
 default: singular values below the round-off level of A's entries carry no information).
 docs/baselines.md shows how J and l2 depend on the cutoff.
+
+``lstsq: basic`` solves it instead as the paper's Matlab ``A \\ Y`` would: QR with column pivoting and
+Matlab's rank rule (lysep_cli/numerics/lstsq.py), a basic solution with at most rank(A) nonzero entries
+in (W_L, b_L); ``rcond`` is then not used.  The default, ``min-norm``, is the SVD solve above.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 import scipy.linalg
 
 from lysep_cli.numerics.jacobian import output_layer_system
+from lysep_cli.numerics.lstsq import basic_lstsq_tol
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Capabilities, Progress, SolveResult, TrainingData, copy_params, diverged
@@ -32,11 +37,17 @@ from lysep_cli.solvers.settings import SolverSettings, setting
 CAPABILITIES = Capabilities(round_off_stable=True)
 
 
+#: the ``lstsq`` setting of rfls and rfm
+LSTSQ_DOC = ("min-norm: SVD (gelsd) with the rcond cutoff | basic: Matlab's A\\Y, pivoted QR, "
+             "at most rank(A) nonzeros (rcond unused)")
+
+
 @dataclass(frozen=True)
 class Settings(SolverSettings):
-    """Random-feature least squares: one SVD solve for the output layer."""
+    """Random-feature least squares: one least-squares solve (SVD, or Matlab's basic) for the output layer."""
 
     rcond: float | Literal["auto"] = setting("auto", low=0.0, doc='relative singular-value cutoff, or "auto"')
+    lstsq: Literal["min-norm", "basic"] = setting("min-norm", omit_default=True, doc=LSTSQ_DOC)
 
     def history_length(self, iterations: int) -> int:
         return 2  # [initial J, J after the one solve], whatever ``iterations``
@@ -51,19 +62,25 @@ def cutoff(setting: Any, shape: tuple[int, int]) -> float:
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
           iterations: int, progress: Progress | None = None) -> SolveResult:
-    """One SVD least-squares solve for (W_L, b_L) with the cutoff of :class:`Settings`.
+    """One least-squares solve for (W_L, b_L) with the ``lstsq`` and cutoff of :class:`Settings`.
 
     ``iterations`` is ignored (the method is one closed-form step).  history["J"] = [J at params0,
     J after the solve]; diagnostics record cond(A) = s_max / s_min, the effective rank and the cutoff.
     """
     s = Settings.coerce(settings)
-    return solve_output_layer(data, copy_params(params0), s.rcond, progress)
+    return solve_output_layer(data, copy_params(params0), s.rcond, progress, lstsq=s.lstsq)
 
 
 def solve_output_layer(data: TrainingData, params: Params, rcond_setting: Any,
-                       progress: Progress | None = None) -> SolveResult:
-    """(W_L, b_L) of ``params`` (modified in place) by one SVD least-squares solve on its hidden layers;
-    the result of :func:`solve` (rfls) and of the random-feature method (rfm)."""
+                       progress: Progress | None = None, lstsq: str = "min-norm") -> SolveResult:
+    """(W_L, b_L) of ``params`` (modified in place) by one least-squares solve on its hidden layers;
+    the result of :func:`solve` (rfls) and of the random-feature method (rfm).
+
+    ``lstsq``: "min-norm" (SVD, gelsd, relative cutoff from ``rcond_setting``) or "basic" (Matlab's
+    backslash, :func:`lysep_cli.numerics.lstsq.basic_lstsq`).  diagnostics: cond, s_max, s_min (A's
+    singular values), rank (min-norm: singular values above the cutoff; basic: Matlab's rank of the
+    pivoted R); basic adds ``lstsq`` and ``lstsq_tol`` (the absolute tolerance on |R(k,k)|).
+    """
     A, _ = output_layer_system(params, data.Z, data.coef)
     rcond = cutoff(rcond_setting, A.shape)
     N = A.shape[0]
@@ -78,7 +95,13 @@ def solve_output_layer(data: TrainingData, params: Params, rcond_setting: Any,
     if not np.all(np.isfinite(A)):
         history["J"].append(float("nan"))
         return diverged(params, history, 1, "non-finite least-squares matrix", diagnostics=diagnostics)
-    x, _, rank, sv = scipy.linalg.lstsq(A, data.Y, cond=rcond, lapack_driver="gelsd")
+    if lstsq == "basic":
+        # (W_L, b_L) = A \\ Y (Matlab): pivoted QR, basic solution; A's singular values for the diagnostics.
+        x, rank, tol = basic_lstsq_tol(A, data.Y)
+        sv = scipy.linalg.svdvals(A)
+        diagnostics.update(lstsq="basic", rcond=None, lstsq_tol=tol)  # tol = max(N, M + 1) eps |R(1,1)|
+    else:
+        x, _, rank, sv = scipy.linalg.lstsq(A, data.Y, cond=rcond, lapack_driver="gelsd")
     params[-1] = (x[:-1][None, :], x[-1:].copy())
     R = A @ x - data.Y
     J = float(R @ R / N)

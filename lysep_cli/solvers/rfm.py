@@ -25,7 +25,7 @@ from typing import Any, Literal
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Capabilities, Progress, SolveResult, TrainingData
-from lysep_cli.solvers.rfls import solve_output_layer
+from lysep_cli.solvers.rfls import LSTSQ_DOC, solve_output_layer
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 #: one least-squares solve, like rfls
@@ -34,10 +34,12 @@ CAPABILITIES = Capabilities(round_off_stable=True)
 
 @dataclass(frozen=True)
 class Settings(SolverSettings):
-    """Random features sin(W_1 x + b_1), W_1 ~ U(-sigma, sigma), b_1 ~ U(-pi, pi); one SVD solve."""
+    """Random features sin(W_1 x + b_1), W_1 ~ U(-sigma, sigma), b_1 ~ U(-pi, pi); one least-squares solve
+    (rfls's: SVD, or with ``lstsq: basic`` Matlab's backslash)."""
 
     sigma: float = setting(1.0, low=0.0, low_open=True, doc="frequency scale: W_1 ~ U(-sigma, sigma)")
     rcond: float | Literal["auto"] = setting("auto", low=0.0, doc='relative singular-value cutoff, or "auto"')
+    lstsq: Literal["min-norm", "basic"] = setting("min-norm", omit_default=True, doc=LSTSQ_DOC)
 
     def size_error(self, L: int, M: int) -> str | None:
         return None if L == 2 else "the random feature method has one hidden layer (L = 2)"
@@ -60,6 +62,6 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     s = Settings.coerce(settings)
     if len(params0) != 2:
         raise ValueError(f"rfm needs L = 2, got L = {len(params0)}")
-    result = solve_output_layer(data, features(params0, s.sigma), s.rcond, progress)
+    result = solve_output_layer(data, features(params0, s.sigma), s.rcond, progress, lstsq=s.lstsq)
     result.diagnostics["sigma"] = s.sigma
     return result

@@ -8,6 +8,11 @@ A solver declares its settings like this::
         weights: Literal["frozen", "through"] = setting("frozen", doc="...")    # a choice
         rcond: float | None = setting(None, low=0.0, doc="...")                 # optional number
 
+A field added after run records were archived is declared with ``omit_default=True``: :meth:`to_dict`
+(the ``settings`` of a run record, and so what a spec asks of a record) leaves it out while it holds its
+default, so the records made before the field existed still match a spec that keeps the default, and a run
+with any other value is a different run (e.g. ``lstsq: basic`` of rfls and LySep).
+
 Supported field types: ``float``, ``int``, ``str``, ``bool``, ``Literal[...]`` of strings, and unions of
 these with ``None``.  :meth:`SolverSettings.from_mapping` rejects an unknown key (with a "did you mean"
 hint), a missing required key, a wrong type (a bool is not a number, 2.5 is not an integer), a non-finite
@@ -39,9 +44,11 @@ class SettingsError(ValueError):
 
 
 def setting(default: Any = MISSING, *, low: float | None = None, high: float | None = None,
-            low_open: bool = False, high_open: bool = False, doc: str = "") -> Any:
-    """A settings field: ``default`` (none: required), the allowed range and a one-line description."""
-    meta = {"low": low, "high": high, "low_open": low_open, "high_open": high_open, "doc": doc}
+            low_open: bool = False, high_open: bool = False, doc: str = "", omit_default: bool = False) -> Any:
+    """A settings field: ``default`` (none: required), the allowed range and a one-line description;
+    ``omit_default``: left out of :meth:`SolverSettings.to_dict` while it holds ``default`` (module docstring)."""
+    meta = {"low": low, "high": high, "low_open": low_open, "high_open": high_open, "doc": doc,
+            "omit_default": omit_default}
     return field(default=default, metadata=meta)
 
 
@@ -154,8 +161,13 @@ class SolverSettings:
         """Checks across fields (override; raise SettingsError)."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field, defaults included (the ``settings`` of a run record)."""
-        return dataclasses.asdict(self)
+        """Every field, defaults included (the ``settings`` of a run record), except an ``omit_default``
+        field that holds its default (module docstring)."""
+        out = dataclasses.asdict(self)
+        for f in fields(self):
+            if f.metadata.get("omit_default") and out[f.name] == f.default:
+                del out[f.name]
+        return out
 
     def replace(self: S, **changes: Any) -> S:
         """A validated copy with ``changes``."""

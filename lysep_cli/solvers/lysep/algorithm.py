@@ -63,6 +63,9 @@ class Settings(SolverSettings):
     w3_b3: Literal["separate", "joint"] = setting(
         "separate", doc="separate: W_3 then b_3 as in the paper | joint: one solve for [W_3, b_3]")
     rcond: float | None = setting(None, low=0.0, doc="lstsq cutoff of the W_3 system (null: machine precision)")
+    lstsq: Literal["min-norm", "basic"] = setting(
+        "min-norm", omit_default=True,
+        doc="W_3 system: min-norm (gelsy, rcond) | basic (Matlab's backslash, as the paper; rcond unused)")
 
     def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS) -> dict[str, StepRule]:
         """A fresh step rule per gradient block (the rules keep their own step sizes)."""
@@ -100,6 +103,7 @@ class LySepIteration:
         self.terms: Terms = compute_terms(self.st, data)
         self.J_S = lysep_loss(self.st, data, self.terms).J_S
         self.last_cond = float("nan")
+        self.last_rank: int | None = None  # of the W_3 system, lstsq "basic" only
         self.accepted_steps = {b: 0 for b in self.blocks}
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -107,6 +111,8 @@ class LySepIteration:
         meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
                 "tau": {b: r.tau for b, r in self.rules.items()},
                 "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
+        if self.last_rank is not None:
+            meta["last_rank"] = self.last_rank
         return meta, {f"v_{k}": np.asarray(v) for k, v in self.st.v.items()}
 
     def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -120,6 +126,7 @@ class LySepIteration:
         self.st = LySepState(self.L, v, self.data.plan)
         self.terms = compute_terms(self.st, self.data)
         self.J_S, self.last_cond = float(meta["J_S"]), float(meta["last_cond"])
+        self.last_rank = meta.get("last_rank")
         self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
         for b, tau in meta["tau"].items():
             self.rules[b].tau = float(tau)
@@ -156,8 +163,9 @@ class LySepIteration:
                 self._gradient_step(block)
             elif block == f"W{L}":
                 sol = solve_W3(self.st, data, self.terms, weights(self.st, data),
-                               joint=self.s.w3_b3 == "joint", rcond=self.s.rcond, with_cond=with_cond)
-                self.last_cond = sol.cond
+                               joint=self.s.w3_b3 == "joint", rcond=self.s.rcond, with_cond=with_cond,
+                               lstsq=self.s.lstsq)
+                self.last_cond, self.last_rank = sol.cond, sol.rank
                 self._set(block, sol.W3)
                 if sol.b3 is not None:
                     self._set(f"b{L}", sol.b3)
@@ -214,6 +222,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
         hist_J.append(J)
         if loop["J_first_solve"] is None:
             loop["J_first_solve"], loop["cond_first"] = J, it.last_cond  # the first W_3/b_3 solve ends sweep 1
+        if it.last_rank is not None:  # lstsq "basic": the W_3 system's rank, first and smallest
+            loop.setdefault("rank_first", it.last_rank)
+            loop["rank_min"] = min(loop.get("rank_min", it.last_rank), it.last_rank)
         if not (np.isfinite(it.J_S) and np.isfinite(J)):
             status, diverged_at = "diverged", k + 1
             break
@@ -246,6 +257,9 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
         "W3_norm": float(np.linalg.norm(st.v[f"W{L}"])),  # the output layer W_L (named for L = 3)
         "W3_system_cond_first": cond_first,
         "W3_system_cond_last": it.last_cond,
+        **({"W3_system_rank_first": loop.get("rank_first"), "W3_system_rank_last": it.last_rank,
+            "W3_system_rank_min": loop.get("rank_min"), "W3_system_columns": int(it.st.v[f"W{L}"].size + (s.w3_b3 == "joint"))}
+           if s.lstsq == "basic" else {}),
         **moves,
         "accepted_steps": it.accepted_steps,
         "final_step_sizes": {b: r.tau for b, r in it.rules.items()},

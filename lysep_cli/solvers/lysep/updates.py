@@ -2,6 +2,10 @@
 
 All are least-squares problems; they are solved with stable routines (weighted means, and
 scipy.linalg.lstsq on the stacked ridge system), never with an explicit inverse or normal equations.
+The W_L system is the only one with more than one unknown column: the setting ``lstsq`` chooses its
+solution, "min-norm" (gelsy) or "basic" (Matlab's backslash, lysep_cli/numerics/lstsq.py, as the
+paper's authors solved it).  b_l (a weighted mean) and b_L (one column K) are one-column problems whose
+solution is unique when the column is nonzero: basic and minimum-norm solutions coincide there.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from lysep_cli.numerics.lstsq import basic_lstsq
 from lysep_cli.solvers.lysep.loss import LySepData, LySepState, Terms, Weights, fit_matrix, penalty
 
 
@@ -41,11 +46,16 @@ class W3Solution:
     b3: float | None  # b_L, set by the joint solve only
     lam: float  # lambda = P
     cond: float  # 2-norm condition number of the stacked system (nan unless with_cond)
+    rank: int | None = None  # numerical rank of the stacked system (lstsq "basic" only: Matlab's rule)
 
 
 def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: bool = False,
-             rcond: float | None = None, with_cond: bool = False) -> W3Solution:
+             rcond: float | None = None, with_cond: bool = False, lstsq: str = "min-norm") -> W3Solution:
     """`eq:GD_W3` for W_L: W_L [sqrt(lambda) I, B] = [0, Y - K b_L] in the least-squares sense.
+
+    Solved transposed, A x = rhs with A = [B^T; sqrt(lambda) I] (N + M, M), x = W_L^T, rhs = [Y - K b_L; 0].
+    ``lstsq``: "min-norm" (scipy gelsy, relative cutoff ``rcond``) or "basic" (Matlab's ``A \\ rhs``:
+    pivoted QR, Matlab's rank rule; ``rcond`` unused; the rank is returned in :class:`W3Solution`).
 
     lambda = P = (penalty part of N J_S) / ||W_L||^2 is computed directly from the rho weights, never
     by dividing by ||W_L||^2, so W_L = 0 is not a trap (the system stays well posed and its solution
@@ -63,11 +73,15 @@ def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: 
         A = np.vstack([B.T, reg])
         rhs = np.concatenate([data.Y - st.v[f"b{st.L}"] * data.K, np.zeros(M)])
     # QR with column pivoting (gelsy); the SVD for the condition number only when asked (it costs more).
-    x = scipy.linalg.lstsq(A, rhs, cond=rcond, lapack_driver="gelsy")[0]
+    rank = None
+    if lstsq == "basic":
+        x, rank = basic_lstsq(A, rhs)  # W_L^T = [B^T; sqrt(lambda) I] \ [Y - K b_L; 0] (Matlab)
+    else:
+        x = scipy.linalg.lstsq(A, rhs, cond=rcond, lapack_driver="gelsy")[0]
     cond = float(np.linalg.cond(A)) if with_cond else float("nan")
     if joint:
-        return W3Solution(x[:M][None, :], float(x[M]), lam, cond)
-    return W3Solution(x[None, :], None, lam, cond)
+        return W3Solution(x[:M][None, :], float(x[M]), lam, cond, rank)
+    return W3Solution(x[None, :], None, lam, cond, rank)
 
 
 solve_WL = solve_W3
