@@ -377,6 +377,22 @@ def study_step_size(
         typer.echo(str(path))
 
 
+@study_app.command("step-size-summary", cls=opt.Command)
+@_guarded("nothing written")
+def study_step_size_summary(
+    experiments: list[str] = typer.Argument(..., help="experiment names"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """Per experiment and size, from RESULTS/<experiment>/study-step-size/runs.csv: the best fixed tau
+    (LySep as written) beside tau = 0, our default rule and the paper (a Markdown table; runs nothing)."""
+    from lysep_cli.reports.study import headline, read_runs
+
+    chosen = specs.select_experiments(opt.load(config), experiments)
+    typer.echo(headline({s.name: read_runs(results / s.name / "study-step-size" / "runs.csv") for s in chosen}),
+               nl=False)
+
+
 @study_app.command("depth", cls=opt.Command)
 @_guarded("nothing written")
 def study_depth(

@@ -87,3 +87,22 @@ def test_bad_taus_are_one_line(tmp_path):
     config = write_tiny(tmp_path, YAML)
     r = study(config, tmp_path / "s", "--taus", "0,-1")
     assert r.exit_code == 2 and "--taus" in r.output and not (tmp_path / "s" / "runs.csv").exists()
+
+
+def test_the_summary_reads_the_studies_it_finds(tmp_path):
+    config = write_tiny(tmp_path, YAML)
+    results = tmp_path / "results"
+    r = CliRunner().invoke(app, ["study", "step-size-summary", "tiny", "--config", str(config), "--results",
+                                 str(results)])
+    assert r.exit_code == 0 and "no runs yet" in r.output
+    assert study(config, results / "tiny" / "study-step-size", "--seeds", "0", "--taus", "0,1e-3").exit_code == 0
+    df = pd.read_csv(results / "tiny" / "study-step-size" / "runs.csv")
+    fixed = df[df.rule == "fixed"]
+    best = fixed.loc[fixed.J.idxmin()]
+    r = CliRunner().invoke(app, ["study", "step-size-summary", "tiny", "--config", str(config), "--results",
+                                 str(results)])
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if line.startswith("| tiny"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "(3,6)" and cells[2] == "3 (1 seeds)"
+    assert cells[3] == f"{best.tau:g}" and cells[4] == f"{best.l2:.2e}"
