@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from lysep_cli.reports.depth import hidden_moves
-from lysep_cli.reports.selection import published_row
+from lysep_cli.reports.selection import published_frame, published_row
 from lysep_cli.specs import default_config, load_specs
 from lysep_cli.store import records
 
@@ -88,7 +88,12 @@ def facts(results: Path) -> str:
                     checked = sum(int((r.bound or {}).get("checked", 0)) for r in ok)
                     out.append(f"  - J_S {stats(JS)}" + (f"; paper J_S {f(paper['J_S'][0])} ± {f(paper['J_S'][1])} "
                                                         f"(ratio {f(JS.mean() / paper['J_S'][0])})" if paper.get("J_S") else ""))
-                    out.append(f"  - J_S / J: median {f(np.median(JS / J))} [{f((JS / J).min())}, {f((JS / J).max())}]")
+                    out.append(f"  - J_S / J: median {f(np.median(JS / J))} [{f((JS / J).min())}, {f((JS / J).max())}]"
+                               + (f"; the paper's mean J_S / mean J {f(paper['J_S'][0] / paper['J'][0])}"
+                                  if paper.get("J_S") and paper.get("J") else ""))
+                    rfls = [r for r in cell_records(results, exp, "rfls", L, M, spec.iterations) if r.status == "ok"]
+                    if rfls:
+                        out.append(f"  - rfls mean J / LySep mean J: {f(np.mean([r.final.J for r in rfls]) / J.mean())}")
                     out.append(f"  - final J / J after the first output solve: median {f(np.median(J / first))} "
                                f"[{f((J / first).min())}, {f((J / first).max())}]")
                     out.append(f"  - move W_1: median {f(np.median(mW1))} [{f(mW1.min())}, {f(mW1.max())}]; "
@@ -105,7 +110,29 @@ def facts(results: Path) -> str:
                         col = moves[:, l]
                         out.append(f"  - move W_{l + 1}: median {f(np.median(col))} [{f(col.min())}, {f(col.max())}]")
             out.append("")
+    out += one_outlier_readings(results, specs)
     return "\n".join(out) + "\n"
+
+
+def one_outlier_readings(results: Path, specs: dict, n: int = 10, wide: float = 0.5) -> list[str]:
+    """For every published (cell, quantity) whose std is more than ``wide`` × its mean: the values that
+    n - 1 seeds at m and one seed at x would need to give that mean and sample std (N − 1, as Matlab's and
+    torch's std): mean = m + (x - m)/n, std = |x - m| sqrt(1/n) (so x - m = std sqrt(n))."""
+    out = ["## The paper's wide spreads read as one outlier seed", "",
+           f"Cells whose published std exceeds {wide} × the mean; m: the other {n - 1} seeds, x: the outlier "
+           "(sample std).", ""]
+    frame = published_frame()
+    for r in frame[frame["std"] > wide * frame["mean"]].itertuples():
+        gap = r.std * np.sqrt(n)
+        m = r.mean - gap / n
+        ours = [getattr(rec.final, r.quantity) for rec in cell_records(
+            results, r.experiment, r.solver, r.L, r.M, specs[r.experiment].iterations) if rec.status == "ok"]
+        mine = f"; ours {f(np.mean(ours))} ± {f(np.std(ours, ddof=1))}, ours / m {f(np.mean(ours) / m)}, " \
+               f"ours / paper's mean {f(np.mean(ours) / r.mean)}" if len(ours) > 1 else ""
+        out.append(f"- {r.experiment} ({r.L},{r.M}) {r.solver} {r.quantity}: {f(r.mean)} ± {f(r.std)} → "
+                   f"m = {f(m)}, x = {f(m + gap)}" + ("" if m > 0 else " (m < 0: one outlier cannot give it)")
+                   + mine + (f"; paper's std / ours {f(r.std / np.std(ours, ddof=1))}" if len(ours) > 1 else ""))
+    return out + [""]
 
 
 def r_n_in(rec) -> int:

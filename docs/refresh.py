@@ -1,6 +1,6 @@
 """Regenerate the parts of the docs that the tool writes from the archive.
 
-    python docs/refresh.py [--results results/paper] [FILE ...]     (default files: README.md docs/results.md docs/lysep-depth.md)
+    python docs/refresh.py [--results results/paper] [FILE ...]     (default files: README.md docs/results.md docs/lysep-depth.md docs/lysep.md)
 
 A generated part sits between two markers that name the command which writes it:
 
@@ -45,7 +45,7 @@ def lysep_runner(results: str) -> Callable[[list[str]], str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="*", default=["README.md", "docs/results.md", "docs/lysep-depth.md"])
+    ap.add_argument("files", nargs="*", default=["README.md", "docs/results.md", "docs/lysep-depth.md", "docs/lysep.md"])
     ap.add_argument("--results", default="results/paper")
     args = ap.parse_args()
     run = lysep_runner(args.results)
