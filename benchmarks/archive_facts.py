@@ -25,7 +25,7 @@ from lysep_cli.specs import default_config, load_specs
 from lysep_cli.store import records
 
 EXPERIMENTS = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
-SOLVERS = ("pinn", "lysep", "rfls", "rfm")
+SOLVERS = ("pinn", "lysep", "rfls")  # rfm: at its own default size, after each experiment
 
 
 def f(x: float) -> str:
@@ -110,6 +110,13 @@ def facts(results: Path) -> str:
                         col = moves[:, l]
                         out.append(f"  - move W_{l + 1}: median {f(np.median(col))} [{f(col.min())}, {f(col.max())}]")
             out.append("")
+        for L, M in spec.sizes_for("rfm"):
+            recs = [r for r in cell_records(results, exp, "rfm", L, M, spec.iterations) if r.status == "ok"]
+            if recs:
+                out += [f"### rfm at its default ({L},{M})", "",
+                        f"- **rfm** ({len(recs)} ok): J {stats(np.array([r.final.J for r in recs]))}; "
+                        f"l2 {stats(np.array([r.final.l2 for r in recs]))}; "
+                        f"seconds/run {f(np.mean([r.seconds for r in recs]))}", ""]
     out += one_outlier_readings(results, specs)
     return "\n".join(out) + "\n"
 
