@@ -347,7 +347,7 @@ def study_step_size(
 ) -> None:
     """LySep as written (one fixed tau; tau = 0: closed-form updates only) beside per-block backtracking:
     final J, J_S, l2, hidden-layer movement, divergence.  Resumes: runs already in OUT/runs.csv are kept."""
-    from lysep_cli.reports.study import planned_runs, read_runs, run_key, step_size_study, write_runs, write_study
+    from lysep_cli.reports.study import exclusive
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
     if "lysep" not in spec.solvers:
@@ -359,6 +359,14 @@ def study_step_size(
     opt.positive(iterations, "--iterations")
     out_dir = out if out is not None else results / spec.name / "study-step-size"
     opt.writable_dir(out_dir, "--out" if out is not None else "--results")
+    with exclusive(out_dir):
+        _step_size_runs(spec, size_list, seed_list, tau_list, iterations, out_dir)
+
+
+def _step_size_runs(spec: specs.ExperimentSpec, size_list: list[tuple[int, int]], seed_list: list[int],
+                    tau_list: list[float], iterations: int, out_dir: Path) -> None:
+    from lysep_cli.reports.study import planned_runs, read_runs, run_key, step_size_study, write_runs, write_study
+
     done = read_runs(out_dir / "runs.csv")
     total = len(planned_runs(size_list, seed_list, tau_list, iterations))
     count = [0]

@@ -106,3 +106,15 @@ def test_the_summary_reads_the_studies_it_finds(tmp_path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "(3,6)" and cells[2] == "3 (1 seeds)"
     assert cells[3] == f"{best.tau:g}" and cells[4] == f"{best.l2:.2e}"
+
+
+def test_a_second_study_of_the_same_directory_is_refused(tmp_path):
+    from lysep_cli.reports.study import exclusive
+
+    config = write_tiny(tmp_path, YAML)
+    out = tmp_path / "s"
+    with exclusive(out):
+        r = study(config, out, "--seeds", "0", "--taus", "0")
+    assert r.exit_code == 1 and "another `lysep study step-size` is writing" in r.output
+    assert not (out / "runs.csv").exists()
+    assert study(config, out, "--seeds", "0", "--taus", "0").exit_code == 0  # released

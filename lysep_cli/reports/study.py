@@ -13,11 +13,14 @@ paper) and ``step-size.png/.pdf``.
 
 from __future__ import annotations
 
+import errno
 import io
 import math
+import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -115,6 +118,25 @@ def step_size_study(spec: ExperimentSpec, sizes: list[tuple[int, int]], seeds: l
             tail = f"J={row['J']:.2e}" if row["status"] == "ok" else f"diverged at sweep {row['diverged_at']}"
             tick(f"{what} L{run['L']}-M{run['M']} seed {run['seed']}: {tail} ({row['seconds']:.0f} s)")
     return table
+
+
+@contextmanager
+def exclusive(out_dir: Path) -> Iterator[None]:
+    """Hold ``out_dir/.study.lock`` for the block: a second study writing the same runs.csv would drop the
+    first one's rows (each rewrites the whole table).  OSError EBUSY (exit 1, one line) when held."""
+    import fcntl
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ".study.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise OSError(errno.EBUSY, "another `lysep study step-size` is writing this study", str(out_dir)) from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def read_runs(path: Path) -> pd.DataFrame | None:
