@@ -32,6 +32,6 @@ def test_step_size_study_runs_every_rule_and_writes_outputs(tmp_path):
     assert np.allclose(tau0.J, tau0.J_S)
     s = summarise(df)
     assert list(s.n) == [2, 2, 2]
-    paths = write_study(df, tmp_path / "study")
+    paths = write_study(df, tmp_path / "study", "tiny")
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
     assert "per block" in (tmp_path / "study" / "summary.md").read_text()
