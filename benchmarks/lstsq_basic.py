@@ -20,7 +20,8 @@ Outputs (benchmarks/results/ by default, ``--out PREFIX`` elsewhere):
                    interrupted run resumes), columns FIELDS;
   lstsq_basic.md   per experiment, solver and size: mean +- sample std (ddof = 1) over the seeds of l2 and
                    J for basic and min-norm, the ratio of the means basic / min-norm, the seeds where basic
-                   has the smaller / larger l2 (by more than REL_SAME), and the rank (basic: Matlab's rank of the least-squares matrix,
+                   has the smaller / larger l2 (by more than REL_SAME), the largest relative l2 gap over the
+                   seeds, and the rank (basic: Matlab's rank of the least-squares matrix,
                    LySep: of the stacked W_3 system, its smallest over the sweeps; min-norm rfls: the
                    effective rank after the SVD cutoff).
 
@@ -209,6 +210,7 @@ def report(csv_path: Path, md_path: Path) -> None:
         f"l2 better / worse = seeds where basic's l2 is smaller / larger by more than {REL_SAME:g} (relative). rank: basic, Matlab's rank of the least-squares",
         "matrix (rfls: A, M + 1 columns; LySep: the stacked W_3 system [Bᵀ; √λ I], M columns, its smallest",
         "over the sweeps); min-norm, rfls: the effective rank after the SVD cutoff (LySep: not recorded).",
+        "largest l2 gap: the largest |l2 basic − l2 min-norm| / l2 min-norm over the seeds.",
         "",
     ]
     for solver in SOLVERS:
@@ -216,9 +218,9 @@ def report(csv_path: Path, md_path: Path) -> None:
         if not keys:
             continue
         lines += [f"## {solver}", "",
-                  "| experiment | (L,M) | iterations | seeds | l2 basic | l2 min-norm | l2 ratio | l2 better / worse | "
+                  "| experiment | (L,M) | iterations | seeds | l2 basic | l2 min-norm | l2 ratio | l2 better / worse | largest l2 gap | "
                   "J basic | J min-norm | J ratio | rank basic | rank min-norm | columns |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k in keys:
             b, m = cells[k]["basic"], cells[k]["min-norm"]
             seeds = sorted(set(b) & set(m))
@@ -228,6 +230,8 @@ def report(csv_path: Path, md_path: Path) -> None:
             ml2 = [num(m[s]["l2"]) for s in seeds]
             bJ = [num(b[s]["J"]) for s in seeds]
             mJ = [num(m[s]["J"]) for s in seeds]
+            gap = max((abs(x - y) / y for x, y in zip(bl2, ml2) if math.isfinite(x) and math.isfinite(y) and y > 0),
+                      default=float("nan"))
             better = sum(1 for x, y in zip(bl2, ml2) if x < y * (1 - REL_SAME))
             worse = sum(1 for x, y in zip(bl2, ml2) if x > y * (1 + REL_SAME))
             brows, mrows = [b[s] for s in seeds], [m[s] for s in seeds]
@@ -235,7 +239,7 @@ def report(csv_path: Path, md_path: Path) -> None:
             rank_m = rank_range(mrows, "rank") if solver == "rfls" else "–"
             cols = rank_range(brows, "columns")
             lines.append(f"| {k[0]} | ({k[2]},{k[3]}) | {k[4]} | {len(seeds)} | {mean_std(bl2)} | {mean_std(ml2)} | "
-                         f"{ratio(bl2, ml2)} | {better} / {worse} | {mean_std(bJ)} | {mean_std(mJ)} | "
+                         f"{ratio(bl2, ml2)} | {better} / {worse} | {gap:.1e} | {mean_std(bJ)} | {mean_std(mJ)} | "
                          f"{ratio(bJ, mJ)} | {rank_b} | {rank_m} | {cols} |")
         lines.append("")
     statuses = sorted({(r["solver"], r["lstsq"], r["status"]) for r in rows if r["status"] != "ok"})
