@@ -105,7 +105,7 @@ def test_the_summary_reads_the_studies_it_finds(tmp_path):
     row = next(line for line in r.output.splitlines() if line.startswith("| tiny"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "(3,6)" and cells[2] == "3 (1 seeds)"
-    assert cells[3] == f"{best.tau:g}" and cells[4] == f"{best.l2:.2e}"
+    assert cells[3] == f"{best.tau:g} (1 seeds)" and cells[4] == f"{best.l2:.2e}"
 
 
 def test_a_second_study_of_the_same_directory_is_refused(tmp_path):

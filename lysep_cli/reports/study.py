@@ -289,8 +289,8 @@ def headline(runs: dict[str, pd.DataFrame | None], planned: int | None = None) -
             def cell(s: Any, q: str) -> str:
                 return "—" if s is None else pm(s[f"{q}_mean"], s[f"{q}_std"])
 
-            rows.append([experiment, f"({r.L},{r.M})", f"{rules} ({seeds} seeds)",
-                         "none" if r.best_tau is None else f"{r.best_tau:g}", cell(r.best, "l2"),
+            best = "none" if r.best_tau is None else f"{r.best_tau:g} ({int(r.best.n)} seeds)"
+            rows.append([experiment, f"({r.L},{r.M})", f"{rules} ({seeds} seeds)", best, cell(r.best, "l2"),
                          cell(r.best, "J"), cell(r.zero, "l2"), cell(r.backtracking, "l2"), pm(*paper)])
     table = tabulate(rows, headers=["experiment", "(L,M)", "runs", "best fixed tau (by J)",
                                     "l2, LySep as written (best tau)", "J, best tau", "l2, tau = 0",
