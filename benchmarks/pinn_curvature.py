@@ -18,6 +18,9 @@ the share of ||g||^2 in the top-10 eigenvectors, and -- in the local quadratic m
 the rest of the schedule can resolve (lambda * sum of the remaining steps >= 1), and per band of the
 spectrum the decrease of J a Newton step holds there beside what GD with the rest of the schedule, and with
 10 x its steps, gets of it (after the last iteration: a further ITERATIONS steps at the last step).
+The output layer alone is exactly quadratic (R is linear in W_L, b_L): for it the script gives the exact
+eigenvalues of its Hessian block, the least-squares minimum of J over it with the hidden layers as they are,
+and per band of its eigenvalues the decrease held there beside what GD's steps (1x, 10x, 100x) take of it.
 ``--lr``/``--lr-final`` replace the spec's schedule (e.g. the larger steps of benchmarks/tune_pinn.py's scan).
 
 One BLAS thread.  About 2 x 2 x (number of parameters) gradient evaluations per iteration of ``--at``.
@@ -36,6 +39,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lysep_cli.numerics import network
+from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.solvers import pinn
 from lysep_cli.solvers.base import copy_params
@@ -106,6 +110,47 @@ def band_table(lam: np.ndarray, c: np.ndarray, etas: np.ndarray, noise: float, J
             return f"{'unstable':>10}" if not np.all(np.isfinite(x)) or np.any(x < 0) else f"{x.sum():10.3e}"
         lines.append(f"    {name:<34} {int(m.sum()):>5} {float(np.sum(c[m] ** 2)) / g2:9.4f} "
                      f"{newton} {fmt(gd[m])} {fmt(gd10[m])}")
+    return lines
+
+
+def output_layer_table(params: network.Params, train, etas: np.ndarray, lmax: float) -> list[str]:
+    """The output layer alone, hidden layers fixed: J is exactly quadratic in (W_L, b_L), R = W_L B + b_L K - Y.
+
+    With A = [B; K] = U S V^T, its Hessian block is (2/N) A A^T (eigenvalues 2 s_i^2 / N), and the decrease of
+    J held along direction i is (v_i . R)^2 / N (a least-squares solve takes all of it).  Per band of
+    those eigenvalues: the decrease held, and what GD with ``etas`` (and 10x, 100x those steps) takes of it --
+    exact for this sub-problem, no quadratic model."""
+    plan = ChannelPlan.build(train.coef)
+    fp = network.pinn_pass(params, train.Z, plan, train.Y)
+    A = np.vstack([fp.fit.B, plan.K[None, :]])
+    N = train.Y.size
+    _, sv, Vt = np.linalg.svd(A, full_matrices=False)
+    lam = 2 * sv ** 2 / N
+    held = (Vt @ fp.R) ** 2 / N
+    J = float(fp.R @ fp.R / N)
+    coef, *_ = np.linalg.lstsq(A.T, -fp.R, rcond=None)
+    J_ls = float(np.sum((fp.R + A.T @ coef) ** 2) / N)
+
+    def taken(scale: float) -> np.ndarray:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return held * -np.expm1(2 * np.log(np.abs(1 - np.outer(lam, scale * etas))).sum(axis=1))
+
+    gd = {x: taken(x) for x in (1, 10, 100)}
+    lines = [f"  output layer alone ({A.shape[0]} parameters, exactly quadratic): eigenvalues of its Hessian block "
+             f"{lam[0]:.4g} ... {lam[-1]:.3g} (condition {lam[0] / lam[-1]:.2e}); J = {J:.6g}, least-squares "
+             f"minimum over (W_L, b_L) with the hidden layers as they are: J_ls = {J_ls:.3e}",
+             f"    {'band (output-layer eigenvalue)':<34} {'count':>5} {'dJ held':>10} {'GD takes':>10} "
+             f"{'10x steps':>10} {'100x steps':>10}"]
+    edges = [np.inf, lmax / 1e2, lmax / 1e4, lmax / 1e6, lmax / 1e8, 0.0]
+    names = ["lambda >= lmax/1e2", "lmax/1e4 <= lambda < lmax/1e2", "lmax/1e6 <= lambda < lmax/1e4",
+             "lmax/1e8 <= lambda < lmax/1e6", "lambda < lmax/1e8"]
+    for name, hi, lo in zip(names, edges[:-1], edges[1:]):
+        m = (lam < hi) & (lam >= lo)
+
+        def fmt(x: np.ndarray) -> str:
+            return (f"{'unstable':>10}" if not np.all(np.isfinite(x[m])) or np.any(x[m] < 0)
+                    else f"{x[m].sum():10.3e}")
+        lines.append(f"    {name:<34} {int(m.sum()):>5} {held[m].sum():10.3e} {fmt(gd[1])} {fmt(gd[10])} {fmt(gd[100])}")
     return lines
 
 
@@ -244,6 +289,20 @@ def main() -> None:
             emit(f"  bands of the spectrum, local quadratic model with the steps of: {label} "
                  f"(Newton dJ: the decrease a full Newton step holds there; GD dJ: what those steps get of it):")
             for line in band_table(lam, V.T @ g, after, noise, J):
+                emit(line)
+            n_out = like[-1][0].size + like[-1][1].size
+            emit(f"  top-3 eigenvectors' weight in the output layer (its last {n_out} parameters): "
+                 + ", ".join(f"{float(np.sum(V[-n_out:, i] ** 2)):.3f}" for i in range(3)))
+            out_lines = output_layer_table(like, train, after, lmax)
+            emit(out_lines[0])
+            exact = 2 * np.linalg.svd(np.vstack([network.pinn_pass(like, train.Z, ChannelPlan.build(train.coef),
+                                                                   train.Y).fit.B,
+                                                 ChannelPlan.build(train.coef).K[None, :]]), compute_uv=False) ** 2
+            exact /= train.Y.size
+            fd = np.linalg.eigvalsh(H[-n_out:, -n_out:])[::-1]
+            emit(f"    check: the difference Hessian's output-layer block against the exact (2/N) A A^T: top-5 "
+                 f"eigenvalues agree to {np.max(np.abs(fd[:5] - exact[:5]) / exact[:5]):.1e} (relative)")
+            for line in out_lines[1:]:
                 emit(line)
             for rank in sorted({r for r in (4, 10, 50, 100, 200) if 1 <= r <= n}):
                 need = 1.0 / (lam[rank - 1] * iterations) if lam[rank - 1] > 0 else float("inf")
