@@ -118,3 +118,12 @@ def test_a_second_study_of_the_same_directory_is_refused(tmp_path):
     assert r.exit_code == 1 and "another `lysep study step-size` is writing" in r.output
     assert not (out / "runs.csv").exists()
     assert study(config, out, "--seeds", "0", "--taus", "0").exit_code == 0  # released
+
+
+def test_while_a_study_is_incomplete_the_best_tau_has_the_most_seeds():
+    base = {"L": 3, "M": 6, "rule": "fixed", "status": "ok", "diverged_at": None, "l2": 1e-1, "J_S": 1e-3,
+            "J_first": 1.0, "hidden_move": 0.0, "violations": 0}
+    rows = [{**base, "seed": s, "tau": 1e-2, "J": 1e-4} for s in (0, 1, 2)]
+    rows.append({**base, "seed": 0, "tau": 1.0, "J": 1e-6})  # lower, but one seed so far
+    best = best_fixed(summarise(pd.DataFrame(rows))).iloc[0]
+    assert best.best_tau == 1e-2 and best.best.n == 3

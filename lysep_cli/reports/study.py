@@ -165,11 +165,13 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_fixed(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (L, M): the fixed tau with the smallest mean final J among those no run of which diverged (chosen
-    on the training residual J, never on the test error), beside tau = 0 and backtracking."""
+    """Per (L, M): the fixed tau with the smallest mean final J among those no run of which diverged and
+    with the most seeds run (chosen on the training residual J, never on the test error), beside tau = 0
+    and backtracking."""
     rows = []
     for (L, M), part in summary.groupby(["L", "M"], sort=False):
         fixed = part[(part.rule == "fixed") & (part.diverged == 0)]
+        fixed = fixed[fixed.n == fixed.n.max()] if len(fixed) else fixed  # a study in progress: like with like
         best = fixed.loc[fixed.J_mean.idxmin()] if len(fixed) else None
         zero = part[(part.rule == "fixed") & (part.tau == 0.0)]
         bt = part[part.rule == "backtracking"]
