@@ -69,8 +69,14 @@ def run(experiment: str, solver: str, sizes: list[tuple[int, int]] | None, seeds
                 f.write(json.dumps(row, default=float) + "\n")
 
 
+def _std(x: np.ndarray) -> str:
+    """Sample std (N - 1), as the paper's Matlab / PyTorch std; "–" for one value."""
+    return f"{x.std(ddof=1):.2e}" if x.size > 1 else "–"
+
+
 def table(out: Path) -> str:
-    """Markdown table: mean +- std of J and l2, mean seconds, per (experiment, L, M, solver, iterations)."""
+    """Markdown table: mean +- sample std (ddof = 1) of J and l2, mean seconds, per (experiment, L, M,
+    solver, iterations)."""
     rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -86,7 +92,7 @@ def table(out: Path) -> str:
         it = 1 if key[3] == "rfls" else it
         bad = sum(r["status"] != "ok" for r in g)
         lines.append(f"| {key[0]} | ({key[1]},{key[2]}) | {key[3]} | {it} | {len(g)}{f' ({bad} diverged)' if bad else ''} "
-                     f"| {J.mean():.2e} ± {J.std():.2e} | {l2.mean():.2e} ± {l2.std():.2e} "
+                     f"| {J.mean():.2e} ± {_std(J)} | {l2.mean():.2e} ± {_std(l2)} "
                      f"| {np.mean([r['seconds'] for r in g]):.1f} |")
     return "\n".join(lines)
 

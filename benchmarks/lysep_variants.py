@@ -2,7 +2,7 @@
 
     python benchmarks/lysep_variants.py elliptic-10d 50 --seeds 0,1,2 --iterations 200
 
-Prints mean ± std over seeds of J, l2, J after the first W_3 solve, ||W_3||, and how far W_1, W_2 moved.
+Prints mean ± sample std (N − 1) over seeds of J, l2, J after the first W_3 solve, ||W_3||, and how far W_1, W_2 moved.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
@@ -56,10 +57,11 @@ def main() -> None:
             rows.append([res.history["J"][-1], relative_l2(problem, res.params, Z_test), res.history["J"][1],
                          dg["W3_norm"], dg["move_W1"], dg["move_W2"], time.perf_counter() - t])
         a = np.array(rows)
-        m, s = a.mean(0), a.std(0)
+        m, s = a.mean(0), (a.std(0, ddof=1) if len(a) > 1 else np.zeros(a.shape[1]))
         print(f"| {name} | {m[0]:.2e}±{s[0]:.1e} | {m[1]:.2e}±{s[1]:.1e} | {m[2]:.2e} | {m[3]:.1e} | "
               f"{m[4]:.1e} | {m[5]:.1e} | {m[6]:.0f} |", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    with threadpool_limits(limits=1):
+        main()

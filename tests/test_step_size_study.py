@@ -99,6 +99,8 @@ def test_the_summary_reads_the_studies_it_finds(tmp_path):
     df = pd.read_csv(results / "tiny" / "study-step-size" / "runs.csv")
     fixed = df[df.rule == "fixed"]
     best = fixed.loc[fixed.J.idxmin()]
+    if fixed.J.min() * (1 + 1e-6) >= fixed.J.max():  # a tie: the smaller tau
+        best = fixed.loc[fixed.tau.idxmin()]
     r = CliRunner().invoke(app, ["study", "step-size-summary", "tiny", "--config", str(config), "--results",
                                  str(results)])
     assert r.exit_code == 0, r.output
@@ -127,3 +129,14 @@ def test_while_a_study_is_incomplete_the_best_tau_has_the_most_seeds():
     rows.append({**base, "seed": 0, "tau": 1.0, "J": 1e-6})  # lower, but one seed so far
     best = best_fixed(summarise(pd.DataFrame(rows))).iloc[0]
     assert best.best_tau == 1e-2 and best.best.n == 3
+
+
+def test_a_tie_in_J_goes_to_the_smaller_tau():
+    base = {"L": 3, "M": 6, "rule": "fixed", "status": "ok", "diverged_at": None, "l2": 1e-1, "J_S": 1e-3,
+            "J_first": 1.0, "hidden_move": 0.0, "violations": 0}
+    rows = [{**base, "seed": 0, "tau": 0.0, "J": 1.8000001e-4},  # equal to 7 digits: a tie
+            {**base, "seed": 0, "tau": 1e-14, "J": 1.8e-4},
+            {**base, "seed": 0, "tau": 1e-2, "J": 3e-4}]
+    assert best_fixed(summarise(pd.DataFrame(rows))).iloc[0].best_tau == 0.0
+    rows[1]["J"] = 1.7e-4  # 6 % lower: no longer a tie
+    assert best_fixed(summarise(pd.DataFrame(rows))).iloc[0].best_tau == 1e-14
