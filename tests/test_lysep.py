@@ -251,3 +251,27 @@ def test_step_rules_are_fresh_objects_per_solve():
     assert set(a) == {"W1", "a1", "d1", "W2", "a2", "d2", "q2"} and a["W1"] is not b["W1"]
     assert all(not r.inactive for r in a.values())
     assert all(r.inactive for r in s.replace(step_rule="fixed", tau=0.0).step_rules().values())
+
+
+def test_a_trial_that_changes_no_entry_is_not_recomputed_and_the_run_is_bit_identical(monkeypatch):
+    """A step x - t g that leaves every entry of x as it was costs nothing: J_S(x - t g) is J0 exactly.
+    The run must be the same, bit for bit, as the one that recomputes those trials."""
+    from lysep_cli.solvers.lysep import algorithm
+
+    problem, td, _, params = setup("elliptic", 2, N=60, M=8)
+    fast = solve(problem, td, params, {}, 300)
+    assert fast.diagnostics["unchanged_trials"] > 0  # the shortcut did act in this run
+    monkeypatch.setattr(algorithm, "same_bits", lambda a, b: False)
+    slow = solve(problem, td, params, {}, 300)
+    assert slow.diagnostics["unchanged_trials"] == 0
+    assert fast.history["J"] == slow.history["J"] and fast.history["J_S"] == slow.history["J_S"]
+    for (W, b), (W2, b2) in zip(fast.params, slow.params):
+        assert np.array_equal(W, W2) and np.array_equal(b, b2)
+
+
+def test_same_bits_tells_signed_zeros_apart():
+    from lysep_cli.solvers.lysep.algorithm import same_bits
+
+    a = np.array([[0.0, 1.0]])
+    assert same_bits(a, a.copy()) and not same_bits(a, np.array([[-0.0, 1.0]]))
+    assert not same_bits(a, np.array([[0.0, np.nextafter(1.0, 2.0)]]))

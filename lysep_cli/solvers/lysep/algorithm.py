@@ -105,10 +105,12 @@ class LySepIteration:
         self.last_cond = float("nan")
         self.last_rank: int | None = None  # of the W_3 system, lstsq "basic" only
         self.accepted_steps = {b: 0 for b in self.blocks}
+        self.unchanged_trials = 0  # trials whose step left the block's every entry as it was
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The iteration's state between sweeps: (JSON-able values, arrays of the variables)."""
         meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
+                "unchanged_trials": self.unchanged_trials,
                 "tau": {b: r.tau for b, r in self.rules.items()},
                 "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
         if self.last_rank is not None:
@@ -128,6 +130,7 @@ class LySepIteration:
         self.J_S, self.last_cond = float(meta["J_S"]), float(meta["last_cond"])
         self.last_rank = meta.get("last_rank")
         self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
+        self.unchanged_trials = int(meta.get("unchanged_trials", 0))
         for b, tau in meta["tau"].items():
             self.rules[b].tau = float(tau)
 
@@ -145,7 +148,14 @@ class LySepIteration:
         x = getattr(st, block)
 
         def trial(t: float):
-            st2 = st.with_(**{block: x - t * g})
+            xt = x - t * g
+            if same_bits(xt, x):
+                # The step changes no entry of the block (late in a 2-D run most trials of W_1, and half of
+                # d_1's and W_2's): the state is the one J0 was computed from, so J_S(x - t g) = J0 exactly
+                # and the groups need not be recomputed (docs/engine.md).
+                self.unchanged_trials += 1
+                return J0, (st, terms)
+            st2 = st.with_(**{block: xt})
             t2 = update_terms(terms, block, st2, data)
             return lysep_loss(st2, data, t2).J_S, (st2, t2)
 
@@ -178,6 +188,12 @@ class LySepIteration:
                 self.J_S = lysep_loss(self.st, data, self.terms).J_S
             if not np.isfinite(self.J_S):
                 return  # diverged (a large fixed tau): the loop stops on it before a solve meets inf / NaN
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when a and b hold the same bits (so -0.0 and 0.0 differ, and equal NaNs agree)."""
+    return a.shape == b.shape and np.array_equal(np.ascontiguousarray(a).view(np.int64),
+                                                 np.ascontiguousarray(b).view(np.int64))
 
 
 def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
@@ -262,6 +278,7 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
            if s.lstsq == "basic" else {}),
         **moves,
         "accepted_steps": it.accepted_steps,
+        "unchanged_trials": it.unchanged_trials,
         "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
         "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
         **({"resumed_at_sweeps": loop["resumed_at"], "seconds_before_resume": list(before)}
