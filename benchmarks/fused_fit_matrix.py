@@ -1,6 +1,6 @@
 """What fusing LySep's element-wise passes with numba would buy: measured on the fit matrix B.
 
-    pip install -e '.[bench]'            (numba; never a runtime dependency of lysep)
+    (numba is a dependency of lysep since sigma's sin and cos use it: lysep_cli/numerics/sincos.py)
     python benchmarks/fused_fit_matrix.py [--case elliptic-10d:150 ...] [--repeats 10]
 
 ``channels.fit_matrix`` builds B = K sigma(a) + sigma'(a) U + sigma''(a) V with U, V sums over the input
