@@ -275,3 +275,7 @@ def test_same_bits_tells_signed_zeros_apart():
     a = np.array([[0.0, 1.0]])
     assert same_bits(a, a.copy()) and not same_bits(a, np.array([[-0.0, 1.0]]))
     assert not same_bits(a, np.array([[0.0, np.nextafter(1.0, 2.0)]]))
+    big = np.random.default_rng(0).normal(size=(7, 150))
+    other = big.copy()
+    other[0, 1] = np.nextafter(other[0, 1], np.inf)  # outside the strided sample (every 16th entry)
+    assert same_bits(big, big.copy()) and not same_bits(big, other)
