@@ -40,7 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lysep_cli.numerics import fused as fused_engine
 from lysep_cli.numerics.activation import SIGMA, SigmaValues
+from lysep_cli.numerics.sincos import NUMBA_FROM
 from lysep_cli.numerics.problems import OperatorCoefficients
 
 
@@ -244,9 +246,17 @@ class Fit:
     V: np.ndarray
 
 
-def fit_matrix(last: Layer, plan: ChannelPlan) -> Fit:
-    """B of `eq:GD_W3` at the last hidden layer (a general layer: see :func:`materialise`)."""
+def fit_matrix(last: Layer, plan: ChannelPlan, *, fused: bool = True) -> Fit:
+    """B of `eq:GD_W3` at the last hidden layer (a general layer: see :func:`materialise`).  Large layers
+    take the fused kernel (lysep_cli/numerics/fused.py): the same bits in one pass."""
     s, d = last.sig, last.d
+    kernel = fused_engine.fit_sums_kernel() if fused and last.a.size >= NUMBA_FROM else None
+    if kernel is not None:
+        B, U, V = np.empty_like(last.a), np.empty_like(last.a), np.empty_like(last.a)
+        gflat, gstart = fused_engine.group_index(plan.groups)
+        Q = last.Q if last.Q is not None else np.zeros((1, 1, 1))
+        kernel(d, Q, last.Q is not None, plan.K, plan.K1, plan.K2, gflat, gstart, s.s0, s.s1, s.s2, B, U, V)
+        return Fit(B, U, V)
     U = np.zeros_like(last.a)
     for j in range(plan.n_in):  # loop over the input dimensions: U += K_j d_j
         U += plan.K1[j] * d[j]
