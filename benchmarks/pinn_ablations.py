@@ -18,6 +18,10 @@ the runs already in the CSV, so the script resumes; the summary .md is rewritten
   d          the small-step run at 10-D (3,150): lr 10x smaller than the spec's (1e-2 -> 1e-3), seeds 0-2,
              2000 iterations (docs/results.md, disagreement (d), ran it at (3,20), (3,50), (3,100) only).
   a-10d-150  PyTorch's default initialisation at elliptic-10d (3,150), seeds 0-2.
+  a-2d-step  PyTorch's default initialisation, elliptic-2d, all four sizes, with smaller steps than the
+             spec's 1e-2 -> 1e-3 (at which it diverges at M = 80, 100): lr = 5e-3 and 2e-3 (lr_final =
+             lr / 10), seeds 0-2.  Added after part a-2d: does the paper's PINN row come from PyTorch's
+             initialisation with a stable step?
 
 PyTorch's nn.Linear(fan_in, fan_out) initialises W with kaiming_uniform_(a=sqrt(5)), i.e. U(+-1/sqrt(fan_in)),
 and b with U(+-1/sqrt(fan_in)).  The paper states U(+-M^-1/2) for every W_l, b_l
@@ -62,7 +66,8 @@ DISAGREEMENTS = ROOT / "benchmarks" / "results" / "pinn_disagreements.txt"
 
 LR_FACTORS = [0.1, 1 / 3, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0]
 B_CHECKPOINTS = [2000, 5000, 10000]
-PART_ORDER = ["c", "a-2d", "a-10d", "b", "d", "a-10d-150"]
+PART_ORDER = ["c", "a-2d", "a-10d", "b", "d", "a-10d-150", "a-2d-step"]
+A2D_STEP_LRS = [5e-3, 2e-3]
 PART_TITLES = {
     "c": "(c) Finer step grid at 5-D (3,20), 10 seeds",
     "a-2d": "(a) PyTorch default initialisation, elliptic-2d",
@@ -70,6 +75,7 @@ PART_TITLES = {
     "b": "(b) elliptic-2d with 10x the iterations (20,000), schedule stretched",
     "d": "(d) Small step at elliptic-10d (3,150): lr 1e-2 -> 1e-3",
     "a-10d-150": "(a) PyTorch default initialisation, elliptic-10d (3,150)",
+    "a-2d-step": "(a) PyTorch default initialisation, elliptic-2d, smaller steps",
 }
 FIELDS = ["part", "experiment", "L", "M", "seed", "init", "lr", "lr_final", "iterations", "status",
           "diverged_at", "J", "J_min", "l2", "J_2000", "J_5000", "J_10000", "w1_move", "w2_move",
@@ -174,6 +180,12 @@ def plan(part: str, specs, iterations: int | None, seeds: list[int] | None):
         for M in (30, 100):
             for seed in S(range(3)):
                 jobs.append((part, spec, 3, M, seed, "spec", s.lr, s.lr_final, it(20000)))
+    elif part == "a-2d-step":
+        spec = specs["elliptic-2d"]
+        for lr in A2D_STEP_LRS:
+            for M in (30, 50, 80, 100):
+                for seed in S(range(3)):
+                    jobs.append((part, spec, 3, M, seed, "torch", lr, float(f"{lr / 10:.6g}"), it(2000)))
     elif part == "d":
         spec = specs["elliptic-10d"]
         s = spec.solvers["pinn"]
@@ -290,6 +302,8 @@ def summarise(rows: list[dict], out_md: Path, csv_path: Path) -> None:
             L += summary_b(pr)
         elif part == "d":
             L += summary_d(pr)
+        elif part == "a-2d-step":
+            L += summary_a_step(pr)
         L.append("")
     out_md.write_text("\n".join(L).rstrip() + "\n")
 
@@ -395,6 +409,26 @@ def summary_b(pr):
     L += ["", "Schedule: lr_k = 1e-2 · (1e-3 / 1e-2)^(k / 19999) (the spec's 1e-2 → 1e-3, stretched over "
               "20,000 iterations: solvers/pinn.py takes the iteration count as the schedule's length), so "
               "at k = 2000 the step is still 7.9e-3, not 1e-3."]
+    return L
+
+
+def summary_a_step(pr):
+    """Per (M, lr): torch-initialised runs beside the spec-initialised archive and the paper."""
+    L = ["| (L,M) | lr → lr_final | finite runs | final J | ℓ2 | diverged at | spec init, spec step (archive) J | "
+         "paper J | paper ℓ2 | s/run |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for M in sorted({int(r["M"]) for r in pr}):
+        for lr in sorted({float(r["lr"]) for r in pr}, reverse=True):
+            c = [r for r in pr if int(r["M"]) == M and float(r["lr"]) == lr]
+            if not c:
+                continue
+            ok = _ok(c)
+            div = [r["diverged_at"] for r in c if r["status"] != "ok"]
+            arch = archive("elliptic-2d", M, [int(r["seed"]) for r in c])
+            pj, pl = published("elliptic-2d", M)
+            L.append(f"| (3,{M}) | {lr:g} → {float(c[0]['lr_final']):g} | {len(ok)}/{len(c)} | "
+                     f"{ms([fnum(r['J']) for r in ok])} | {ms([fnum(r['l2']) for r in ok])} | "
+                     f"{', '.join(div) if div else '–'} | {ms([v[0] for v in arch.values()])} | {pj} | {pl} | "
+                     f"{mean([fnum(r['seconds']) for r in c]):.0f} |")
     return L
 
 
