@@ -27,26 +27,35 @@ def fit_sums_kernel():
 
         @numba.njit(cache=True, nogil=True)
         def fit_sums(d, Q, has_Q, K, K1, K2, gflat, gstart, s0, s1, s2, B, U, V):  # pragma: no cover
+            # Row by row, the innermost loops over the N samples (contiguous: they vectorise); each
+            # element sees the NumPy code's operations in its order (channels.fit_matrix).
             n_in, M, N = d.shape
+            ss = np.empty(N)
             for m in range(M):
+                u, v = U[m], V[m]
                 for n in range(N):
-                    u = 0.0
-                    for j in range(n_in):  # U += K_j d_j
-                        u += K1[j, n] * d[j, m, n]
-                    v = 0.0
-                    for i in range(K2.shape[0]):  # V += K-hat_g sum_{j in g} d_j^2;  U += K-hat_g Q_g
-                        j0 = gflat[gstart[i]]
-                        ss = d[j0, m, n] * d[j0, m, n]
-                        for k in range(gstart[i] + 1, gstart[i + 1]):
-                            ss += d[gflat[k], m, n] * d[gflat[k], m, n]
-                        v += K2[i, n] * ss
-                        if has_Q:
-                            u += K2[i, n] * Q[i, m, n]
-                    U[m, n] = u
-                    V[m, n] = v
-                    b = K[n] * s0[m, n]  # B = K sigma(a) + sigma'(a) U + sigma''(a) V
-                    b += s1[m, n] * u
-                    b += s2[m, n] * v
+                    u[n] = 0.0
+                    v[n] = 0.0
+                for j in range(n_in):  # U += K_j d_j
+                    for n in range(N):
+                        u[n] += K1[j, n] * d[j, m, n]
+                for i in range(K2.shape[0]):  # V += K-hat_g sum_{j in g} d_j^2;  U += K-hat_g Q_g
+                    j0 = gflat[gstart[i]]
+                    for n in range(N):
+                        ss[n] = d[j0, m, n] * d[j0, m, n]
+                    for k in range(gstart[i] + 1, gstart[i + 1]):
+                        jk = gflat[k]
+                        for n in range(N):
+                            ss[n] += d[jk, m, n] * d[jk, m, n]
+                    for n in range(N):
+                        v[n] += K2[i, n] * ss[n]
+                    if has_Q:
+                        for n in range(N):
+                            u[n] += K2[i, n] * Q[i, m, n]
+                for n in range(N):  # B = K sigma(a) + sigma'(a) U + sigma''(a) V
+                    b = K[n] * s0[m, n]
+                    b += s1[m, n] * u[n]
+                    b += s2[m, n] * v[n]
                     B[m, n] = b
 
         _KERNELS["fit"] = fit_sums
