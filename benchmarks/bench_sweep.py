@@ -54,10 +54,14 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     import numpy as np
     from threadpoolctl import threadpool_limits
 
-    from lysep_cli.execution import runner
+    try:
+        from lysep_cli.execution import runner
+    except ImportError:  # a peer from before the package's layers (e.g. 42e5322): lysep_cli/runner.py
+        from lysep_cli import runner
     from lysep_cli.specs import load_specs
 
-    spec = load_specs(str(ROOT / "experiments.yaml"))[experiment]
+    # each side reads its own experiments file (an older peer does not know the solvers added since)
+    spec = load_specs(str((Path(impl) if impl else ROOT) / "experiments.yaml"))[experiment]
     key = runner.RunKey(solver, L, M, 0)
     runner.execute(spec, key, 1)  # warm-up: data set, imports
     seconds = [float("inf")] * len(counts)

@@ -279,3 +279,19 @@ def test_same_bits_tells_signed_zeros_apart():
     other = big.copy()
     other[0, 1] = np.nextafter(other[0, 1], np.inf)  # outside the strided sample (every 16th entry)
     assert same_bits(big, big.copy()) and not same_bits(big, other)
+
+
+@pytest.mark.parametrize("pde,d", [("elliptic", 2), ("hyperbolic", 2)])
+def test_reusing_a_blocks_own_layer_map_in_its_trials_is_bit_identical(pde, d, monkeypatch):
+    """a_l, d_l, q_l (l >= 2) do not change their own constraint's layer map: the trials reuse it.
+    The run must be the one that recomputes it in every trial, bit for bit."""
+    from lysep_cli.solvers.lysep import algorithm, loss
+
+    problem, td, _, params = setup(pde, d, N=40, M=7)
+    fast = solve(problem, td, params, {}, 60)
+    monkeypatch.setattr(algorithm, "update_terms",
+                        lambda terms, block, st, data, own_map=None: loss.update_terms(terms, block, st, data))
+    slow = solve(problem, td, params, {}, 60)
+    assert fast.history["J"] == slow.history["J"] and fast.history["J_S"] == slow.history["J_S"]
+    for (W, b), (W2, b2) in zip(fast.params, slow.params):
+        assert np.array_equal(W, W2) and np.array_equal(b, b2)

@@ -24,7 +24,7 @@ from lysep_cli.numerics.network import Params, pinn_loss
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Capabilities, Checkpoint, Progress, SolveResult, TrainingData
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient,
-                                          gradient_blocks, lysep_loss, update_terms, weights)
+                                          gradient_blocks, layer_map, lysep_loss, update_terms, weights)
 from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
 from lysep_cli.solvers.lysep.weights import paper_constant, theorem_constant
 from lysep_cli.solvers.settings import SolverSettings, setting
@@ -146,6 +146,7 @@ class LySepIteration:
         g = gradient(block, st, data, terms, self.mode, wt)
         J0 = self.J_S
         x = getattr(st, block)
+        own: list = []  # a_l, d_l, q_l (l >= 2): their constraint's layer map, computed at the first trial
 
         def trial(t: float):
             xt = x - t * g
@@ -156,7 +157,9 @@ class LySepIteration:
                 self.unchanged_trials += 1
                 return J0, (st, terms)
             st2 = st.with_(**{block: xt})
-            t2 = update_terms(terms, block, st2, data)
+            if block[0] in "adq" and int(block[1:]) >= 2 and not own:
+                own.append(layer_map(block, st, data))  # unchanged by this block's steps: once per step
+            t2 = update_terms(terms, block, st2, data, own[0] if own else None)
             return lysep_loss(st2, data, t2).J_S, (st2, t2)
 
         J, payload, _ = self.rules[block].step(J0, float(np.sum(g * g)), trial)

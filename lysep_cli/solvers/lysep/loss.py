@@ -247,6 +247,21 @@ def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
     return st.fit.B
 
 
+def layer_map(name: str, st: LySepState, data: LySepData) -> np.ndarray:
+    """The engine's layer map of constraint ``name`` ("a2", "d2", "q2", ...: l >= 2), a new array: what
+    (a, d, q)_l should be given layer l-1's auxiliary variables and W_l, b_l (`eq:var_a`, `eq:var_d`,
+    `eq:var_q`)."""
+    x, l = name[0], int(name[1:])
+    W, prev = st.v[f"W{l}"], st.layer(l - 1)
+    if x == "a":
+        return ch_engine.propagate_a(W, st.v[f"b{l}"], prev)
+    if x == "d":
+        return ch_engine.propagate_d(W, prev, data.plan)
+    if x == "q":
+        return ch_engine.propagate_Q(W, prev, data.plan)
+    raise KeyError(name)
+
+
 def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     """The constraint residual e_name (or r for "fit"): the engine's layer map applied to the auxiliary
     variables of layer l-1, minus those of layer l (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
@@ -261,15 +276,7 @@ def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
         return st.W1 @ data.Z + st.b1[:, None] - st.a1
     if name == "d1":
         return st.W1.T[:, :, None] - st.d1
-    W, prev = st.v[f"W{l}"], st.layer(l - 1)
-    if x == "a":
-        e = ch_engine.propagate_a(W, st.v[f"b{l}"], prev)
-    elif x == "d":
-        e = ch_engine.propagate_d(W, prev, data.plan)
-    elif x == "q":
-        e = ch_engine.propagate_Q(W, prev, data.plan)
-    else:
-        raise KeyError(name)
+    e = layer_map(name, st, data)
     e -= st.v[name]
     return e
 
@@ -278,14 +285,19 @@ def compute_terms(st: LySepState, data: LySepData) -> Terms:
     return Terms({n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data))
 
 
-def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData) -> Terms:
-    """Terms after ``block`` changed: only the groups it touches are recomputed."""
+def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData,
+                 own_map: np.ndarray | None = None) -> Terms:
+    """Terms after ``block`` changed: only the groups it touches are recomputed.  ``own_map``: the layer
+    map of the block's own constraint (:func:`layer_map`; blocks a_l, d_l, q_l with l >= 2), which the
+    block does not change: e_block = own_map - block, the same bits as recomputing it."""
     groups = affects(block, st.L)
     e = dict(terms.e)
     r = terms.r
     for name in groups:
         if name == "fit":
             r = compute_group("fit", st, data)
+        elif name == block and own_map is not None:
+            e[name] = np.subtract(own_map, st.v[name])
         else:
             e[name] = compute_group(name, st, data)
     return Terms(e, r, {k: v for k, v in terms._E.items() if k not in groups})
