@@ -115,3 +115,17 @@ def test_a_killed_lysep_run_resumes_from_its_checkpoint(tmp_path):
     assert resumable_part(rec) == resumable_part(want)
     assert rec["seconds"] >= want["seconds"] * 0.3  # the parts before the kill are counted
     assert (killed / "tiny/lysep/L3-M6/seed-0.npz").read_bytes() == (whole / "tiny/lysep/L3-M6/seed-0.npz").read_bytes()
+
+
+def test_a_resumed_run_with_backoff_keeps_the_step_rules_state(tmp_path):
+    """The back-off of the step rule (skip, backoff, last) is part of the checkpoint."""
+    P, td, params0 = tiny("elliptic", 3)
+    settings = {**SETTINGS, "backoff_max": 8}
+    whole = solve(P, td, params0, settings, 30)
+    ckpt = Checkpoint(tmp_path / "c.npz", {"run": "b"}, every=0.0)
+    with pytest.raises(Stop):
+        solve(P, td, params0, settings, 30, stop_after(17), checkpoint=ckpt)
+    resumed = solve(P, td, params0, settings, 30, checkpoint=Checkpoint(ckpt.path, {"run": "b"}, every=0.0))
+    assert resumed.diagnostics["resumed_at_sweeps"] == [17]
+    assert resumed.diagnostics["trials"] == whole.diagnostics["trials"]
+    same_result(resumed, whole)

@@ -295,3 +295,52 @@ def test_reusing_a_blocks_own_layer_map_in_its_trials_is_bit_identical(pde, d, m
     assert fast.history["J"] == slow.history["J"] and fast.history["J_S"] == slow.history["J_S"]
     for (W, b), (W2, b2) in zip(fast.params, slow.params):
         assert np.array_equal(W, W2) and np.array_equal(b, b2)
+
+
+def test_backoff_takes_the_same_steps_with_fewer_trials_when_growth_keeps_failing():
+    """A loss on which every step above 1e-3 fails: the default rule tries 2e-3 (rejected), then 1e-3, at
+    every step; with back-off the grown trial is made at steps 1, 2, 4, 7, 12, ... only."""
+    from lysep_cli.solvers.steps import Backtracking
+
+    def run(rule: Backtracking, steps: int = 40):
+        accepted, trials = [], [0]
+
+        def trial(t):
+            trials[0] += 1
+            return (0.0 if t <= 1e-3 else 2.0), t
+
+        for _ in range(steps):
+            J, t, _ = rule.step(1.0, 1.0, trial)
+            accepted.append(t)
+        return accepted, trials[0]
+
+    plain, n_plain = run(Backtracking(1e-3, 2.0, 0.5, 1e-4, 40))
+    held, n_held = run(Backtracking(1e-3, 2.0, 0.5, 1e-4, 40, backoff_max=8))
+    assert plain == held == [1e-3] * 40  # the same accepted steps
+    assert n_plain == 2 * 40 - 1 and n_held < 0.6 * n_plain
+
+
+def test_backoff_grows_again_once_a_grown_step_is_accepted():
+    from lysep_cli.solvers.steps import Backtracking
+
+    rule = Backtracking(1.0, 2.0, 0.5, 1e-4, 40, backoff_max=4)
+    limit = [1.0]
+    trial = lambda t: ((0.0 if t <= limit[0] else 2.0), t)  # noqa: E731
+    for _ in range(6):
+        rule.step(1.0, 1.0, trial)
+    assert rule.last == 1.0 and rule.backoff == 4
+    limit[0] = 1e9  # now every step is accepted: growth resumes after the hold
+    steps = [rule.step(1.0, 1.0, trial)[2] for _ in range(12)]
+    assert steps[-1] > 1.0 and rule.backoff == 1
+    state = rule.state()
+    other = Backtracking(1.0, 2.0, 0.5, 1e-4, 40, backoff_max=4)
+    other.set_state(state)
+    assert other.state() == state
+
+
+def test_backoff_setting_runs_and_counts_trials():
+    problem, td, _, params = setup("elliptic", 2, N=40, M=7)
+    base = solve(problem, td, params, {}, 80)
+    held = solve(problem, td, params, {"backoff_max": 16}, 80)
+    assert held.status == "ok" and held.diagnostics["trials"] < base.diagnostics["trials"]
+    assert held.bound["violations"] == 0

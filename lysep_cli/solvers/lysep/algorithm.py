@@ -58,6 +58,9 @@ class Settings(SolverSettings):
     armijo: float = setting(1.0e-4, low=0.0, high=1.0, high_open=True,
                             doc="sufficient decrease: J_S(x - t g) <= J_S(x) - armijo t ||g||^2")
     max_tries: int = setting(40, low=1, doc="backtracking: trials before the block is left unchanged")
+    backoff_max: int = setting(0, low=0, omit_default=True,
+                               doc="backtracking: 0 (off) | after a rejected grown trial start the next "
+                                   "1, 2, 4 .. backoff_max steps at the last accepted step (fewer trials)")
     weights: Literal["frozen", "through"] = setting(
         "frozen", doc="frozen: omega, D recomputed then held fixed in the gradients | through")
     w3_b3: Literal["separate", "joint"] = setting(
@@ -71,7 +74,8 @@ class Settings(SolverSettings):
         """A fresh step rule per gradient block (the rules keep their own step sizes)."""
         if self.step_rule == "fixed":
             return {b: FixedStep(self.tau) for b in blocks}
-        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries) for b in blocks}
+        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries, self.backoff_max)
+                for b in blocks}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -106,11 +110,13 @@ class LySepIteration:
         self.last_rank: int | None = None  # of the W_3 system, lstsq "basic" only
         self.accepted_steps = {b: 0 for b in self.blocks}
         self.unchanged_trials = 0  # trials whose step left the block's every entry as it was
+        self.trials = 0  # every trial evaluation of J_S (gradient steps)
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The iteration's state between sweeps: (JSON-able values, arrays of the variables)."""
         meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
-                "unchanged_trials": self.unchanged_trials,
+                "unchanged_trials": self.unchanged_trials, "trials": self.trials,
+                "rules": {b: r.state() for b, r in self.rules.items() if hasattr(r, "state")},
                 "tau": {b: r.tau for b, r in self.rules.items()},
                 "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
         if self.last_rank is not None:
@@ -131,8 +137,11 @@ class LySepIteration:
         self.last_rank = meta.get("last_rank")
         self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
         self.unchanged_trials = int(meta.get("unchanged_trials", 0))
+        self.trials = int(meta.get("trials", 0))
         for b, tau in meta["tau"].items():
             self.rules[b].tau = float(tau)
+        for b, state in meta.get("rules", {}).items():
+            self.rules[b].set_state(state)
 
     def _set(self, block: str, value: Any) -> None:
         self.st = self.st.with_(**{block: value})
@@ -149,6 +158,7 @@ class LySepIteration:
         own: list = []  # a_l, d_l, q_l (l >= 2): their constraint's layer map, computed at the first trial
 
         def trial(t: float):
+            self.trials += 1
             xt = x - t * g
             if same_bits(xt, x):
                 # The step changes no entry of the block (late in a 2-D run most trials of W_1, and half of
@@ -287,6 +297,7 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
         **moves,
         "accepted_steps": it.accepted_steps,
         "unchanged_trials": it.unchanged_trials,
+        "trials": it.trials,
         "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
         "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
         **({"resumed_at_sweeps": loop["resumed_at"], "seconds_before_resume": list(before)}
