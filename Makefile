@@ -13,8 +13,8 @@
 #                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
 #   make fixed-tau        LySep as written (one fixed tau, the paper's Algorithms 1-3) beside our default rule:
 #                         `lysep study step-size` at the two smallest sizes of each experiment, 3 seeds, 2000
-#                         sweeps, tau in FIXED_TAUS, into RESULTS/<experiment>/study-step-size/ (resumes;
-#                         about 7 CPU-hours; two chains of experiments in parallel)
+#                         sweeps, tau in FIXED_TAUS (a reduced grid at the second 5-D and 10-D sizes), into
+#                         RESULTS/<experiment>/study-step-size/ (resumes; about 7 CPU-hours; two chains)
 #   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make compact          rewrite older (schema-2) records of RESULTS with their histories in the NPZ
@@ -54,13 +54,19 @@ SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 .PHONY: install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
 
 # LySep's fixed-tau study (docs/lysep.md): experiment:sizes, in two chains run side by side
+# (experiment:size[:grid]; the second sizes of 5-D and 10-D run a reduced grid: at (3,20) every tau <= 1e-8
+# equals tau = 0 there, and 10-D needs the large steps instead)
 FIXED_TAUS ?= 0,1e-14,1e-12,1e-10,1e-8,1e-6,1e-4,1e-2,1,1e2
+FIXED_TAUS_REDUCED ?= 0,1e-10,1e-8,1e-6,1e-4,1e-2,1,1e2
+FIXED_TAUS_10D ?= 0,1e-6,1e-4,1e-2,1,1e2,1e3,1e4
 FIXED_TAU_SEEDS ?= 0-2
-FIXED_TAU_CHAIN_1 ?= elliptic-2d:3x30 elliptic-2d:3x50 hyperbolic-5d:3x20 hyperbolic-5d:3x50
-FIXED_TAU_CHAIN_2 ?= elliptic-10d:3x20 parabolic-5d:3x20 parabolic-5d:3x50 elliptic-10d:3x50
+FIXED_TAU_CHAIN_1 ?= elliptic-2d:3x30 elliptic-2d:3x50 hyperbolic-5d:3x20 hyperbolic-5d:3x50:reduced
+FIXED_TAU_CHAIN_2 ?= elliptic-10d:3x20 parabolic-5d:3x20 parabolic-5d:3x50:reduced elliptic-10d:3x50:10d
 FIXED_TAU_STUDY = for c in $(1); do \
-	  e=$${c%%:*}; s=$${c\#\#*:}; \
-	  $(LYSEP) study step-size $$e --sizes $$s --seeds $(FIXED_TAU_SEEDS) --taus $(FIXED_TAUS) \
+	  e=$${c%%:*}; r=$${c\#*:}; s=$${r%%:*}; g=$${r\#$$s}; taus=$(FIXED_TAUS); \
+	  if [ "$$g" = ":reduced" ]; then taus=$(FIXED_TAUS_REDUCED); fi; \
+	  if [ "$$g" = ":10d" ]; then taus=$(FIXED_TAUS_10D); fi; \
+	  $(LYSEP) study step-size $$e --sizes $$s --seeds $(FIXED_TAU_SEEDS) --taus $$taus \
 	    --iterations 2000 --results $(RESULTS) || exit $$?; \
 	done
 
