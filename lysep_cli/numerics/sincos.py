@@ -38,8 +38,9 @@ LIMIT = 1.0e5
 NUMBA_FROM = 4096
 
 
-def _sincos_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The reference: the kernel's operations, in the same order, as NumPy passes."""
+def _reduced(x):
+    """sin r, cos r of the reduced argument r = x - n pi/2, and the quadrant q = n mod 4 (a float): the
+    formulas above, for a NumPy array or (compiled by numba) one float, the same operations either way."""
     n = np.rint(x * INV_PIO2)
     r = ((x - n * P1) - n * P2) - n * P3
     z = r * r
@@ -47,7 +48,12 @@ def _sincos_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hz = 0.5 * z
     w = 1.0 - hz
     c = w + (((1.0 - w) - hz) + z * (z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))))))
-    q = n - 4.0 * np.floor(n * 0.25)  # n mod 4, exactly, as a float
+    return s, c, n - 4.0 * np.floor(n * 0.25)  # n mod 4, exactly
+
+
+def _sincos_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The reference: the kernel's operations, in the same order, as NumPy passes."""
+    s, c, q = _reduced(x)
     swap = (q == 1.0) | (q == 3.0)
     sin = np.where(swap, c, s) * np.where(q >= 2.0, -1.0, 1.0)
     cos = np.where(swap, s, c) * np.where((q == 1.0) | (q == 2.0), -1.0, 1.0)
@@ -66,18 +72,12 @@ def _kernel():
             _KERNEL.append(None)
             return None
 
+        reduced = numba.njit(cache=True, nogil=True)(_reduced)
+
         @numba.njit(cache=True, nogil=True)
         def kernel(x, sin, cos):  # pragma: no cover  (compiled; tested against _sincos_numpy)
             for i in range(x.size):
-                xi = x[i]
-                n = np.rint(xi * INV_PIO2)
-                r = ((xi - n * P1) - n * P2) - n * P3
-                z = r * r
-                s = r + (z * r) * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)))))
-                hz = 0.5 * z
-                w = 1.0 - hz
-                c = w + (((1.0 - w) - hz) + z * (z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))))))
-                q = n - 4.0 * np.floor(n * 0.25)
+                s, c, q = reduced(x[i])
                 swap = (q == 1.0) | (q == 3.0)
                 ss = -1.0 if q >= 2.0 else 1.0
                 sc = -1.0 if (q == 1.0) | (q == 2.0) else 1.0
