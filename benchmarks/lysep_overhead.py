@@ -37,7 +37,6 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.numerics import network
 from lysep_cli.numerics.activation import SIGMA, Sine
 from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.solvers import steps
 from lysep_cli.solvers.lysep.algorithm import LySepIteration, Settings
 from lysep_cli.solvers.lysep.loss import LySepData
 from lysep_cli.specs import load_specs
@@ -59,35 +58,25 @@ def subset(coef, Z: np.ndarray, Y: np.ndarray, n: int):
     return Z[:, :n], type(coef)(**cut), Y[:n]
 
 
-class TrialCounter:
-    """Counts the trial evaluations of every Backtracking.step and the sigma evaluations (sin and cos of
-    one (M, N) array, activation.Sine.values) while installed."""
+class SigmaCounter:
+    """Counts the sigma evaluations (sin and cos of one (M, N) array, activation.Sine.values) while
+    installed.  (Trials are counted by LySep itself: ``LySepIteration.trials``.)"""
 
     def __init__(self) -> None:
-        self.n = 0
         self.sigma = 0
-        self._orig = steps.Backtracking.step
         self._orig_values = Sine.values
 
     def __enter__(self):
-        counter, orig, orig_values = self, self._orig, self._orig_values
-
-        def step(rule, J0, g2, trial):
-            def counted(t):
-                counter.n += 1
-                return trial(t)
-            return orig(rule, J0, g2, counted)
+        counter, orig_values = self, self._orig_values
 
         def values(sine, a):
             counter.sigma += 1
             return orig_values(sine, a)
 
-        steps.Backtracking.step = step
         Sine.values = values
         return self
 
     def __exit__(self, *exc) -> None:
-        steps.Backtracking.step = self._orig
         Sine.values = self._orig_values
 
 
@@ -99,12 +88,13 @@ def time_sweeps(params0, data: LySepData, settings: Settings) -> tuple[float, fl
         it.sweep()
     best = None
     for _ in range(CHUNKS):
-        with TrialCounter() as tc:
+        trials0 = it.trials
+        with SigmaCounter() as tc:
             t = time.process_time()
             for _ in range(CHUNK):
                 it.sweep()
             sec = (time.process_time() - t) / CHUNK
-        cand = (sec, tc.n / CHUNK, tc.sigma / CHUNK)
+        cand = (sec, (it.trials - trials0) / CHUNK, tc.sigma / CHUNK)
         if best is None or cand[0] / (cand[1] + 1) < best[0] / (best[1] + 1):
             best = cand
     return best
