@@ -17,6 +17,10 @@
 #                         RESULTS/<experiment>/study-step-size/ (resumes; about 7 CPU-hours; two chains)
 #   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
+#   make regenerate       the archive remade with today's kernels into REGEN (default results/regen/, made with
+#                         the experiments file REGEN/experiments.yaml): the paper sweep, rfls, rfm, the extras
+#                         and the depth study (resumes; ~20 CPU-hours), then `lysep verify --against` the old
+#                         archive's finals (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
 #   make compact          rewrite older (schema-2) records of RESULTS with their histories in the NPZ
 #                         (same numbers, ~60 % fewer bytes; records already compact are untouched)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
@@ -36,6 +40,9 @@ JOBS ?= 2
 SCHEDULER ?=
 SCHEDULER_FILE ?=
 CLUSTER_FLAGS := $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(SCHEDULER_FILE),--scheduler-file $(SCHEDULER_FILE))
+# CONFIG: another experiments file for every lysep command (default: ./experiments.yaml)
+CONFIG ?=
+CONFIG_FLAGS := $(if $(CONFIG),--config $(CONFIG))
 REPRODUCE ?= full
 EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
 
@@ -51,7 +58,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
+.PHONY: regenerate install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
 
 # LySep's fixed-tau study (docs/lysep.md): experiment:sizes, in two chains run side by side
 # (experiment:size[:grid]; the second sizes of 5-D and 10-D run a reduced grid: at (3,20) every tau <= 1e-8
@@ -67,7 +74,7 @@ FIXED_TAU_STUDY = for c in $(1); do \
 	  if [ "$$g" = ":reduced" ]; then taus=$(FIXED_TAUS_REDUCED); fi; \
 	  if [ "$$g" = ":10d" ]; then taus=$(FIXED_TAUS_10D); fi; \
 	  $(LYSEP) study step-size $$e --sizes $$s --seeds $(FIXED_TAU_SEEDS) --taus $$taus \
-	    --iterations 2000 --results $(RESULTS) || exit $$?; \
+	    --iterations 2000 --results $(RESULTS) $(CONFIG_FLAGS) || exit $$?; \
 	done
 
 install: $(VENV)/.installed
@@ -92,35 +99,36 @@ reproduce-quick:
 runs:
 	@for e in $(EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
 
 EXTRA_SOLVERS ?= pinn-adam,pinn-lbfgs,pinn-lm
 EXTRA_SEEDS ?= 0-2
+EXTRA_EXPERIMENTS ?= $(EXPERIMENTS)
 
 extras: install
-	@for e in $(EXPERIMENTS); do \
+	@for e in $(EXTRA_EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS))"; \
-	  $(LYSEP) run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) || exit $$?; \
 	done
 	$(MAKE) --no-print-directory outputs
 
 outputs:
 	@mkdir -p $(RESULTS)/tables
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) table $$e --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
-	  $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	  $(LYSEP) table $$e --format latex $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
+	  $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
 	done
-	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.tex
-	$(LYSEP) table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/tables.md
-	$(LYSEP) compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.md
-	$(LYSEP) compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/comparison.tex
-	$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/status.md
+	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/tables.tex
+	$(LYSEP) table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/tables.md
+	$(LYSEP) compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/comparison.md
+	$(LYSEP) compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/comparison.tex
+	$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/status.md
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) || exit $$?; \
+	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) || exit $$?; \
 	done
 	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, status.md, <experiment>/figures/"
-	@$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) --summary
+	@$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --summary
 
 DEPTH_EXPERIMENTS := elliptic-2d-depth elliptic-10d-depth
 DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
@@ -128,7 +136,7 @@ DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
 depth: install
 	@for e in $(DEPTH_EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
 	done
 	$(MAKE) --no-print-directory depth-outputs
 
@@ -136,8 +144,8 @@ depth-outputs:
 	@mkdir -p $(RESULTS)/tables
 	@for e in $(DEPTH_EXPERIMENTS); do \
 	  if ls $(RESULTS)/$$e/*/L*-M*/seed-*.json >/dev/null 2>&1; then \
-	    $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
-	    $(LYSEP) study depth $$e $(SHOW_FLAGS) --results $(RESULTS) --out $(RESULTS)/tables/$$e-study.md || exit $$?; \
+	    $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	    $(LYSEP) study depth $$e $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e-study.md || exit $$?; \
 	  else echo "$$e: no runs under $(RESULTS)/ yet"; fi; \
 	done
 
@@ -148,3 +156,18 @@ fixed-tau: install
 
 docs: install
 	$(BIN)/python docs/refresh.py --results $(RESULTS)
+
+REGEN ?= results/regen
+OLD_FINALS ?= results/paper-finals-2026-11.csv
+
+REGEN_FLAGS = --results $(REGEN) --config $(REGEN)/experiments.yaml
+
+# what the old archive holds beyond the paper sweep: the extras in three experiments and four 10-D runs
+regenerate: install
+	$(MAKE) --no-print-directory runs RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml
+	$(MAKE) --no-print-directory extras RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml \
+	  EXTRA_EXPERIMENTS="elliptic-2d parabolic-5d hyperbolic-5d"
+	$(LYSEP) run elliptic-10d --solver pinn-adam --sizes 3x20 --seeds 0 $(REGEN_FLAGS)
+	$(LYSEP) run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 $(REGEN_FLAGS)
+	$(MAKE) --no-print-directory depth RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml
+	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS)

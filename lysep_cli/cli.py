@@ -226,7 +226,11 @@ def verify(
     cells: Optional[str] = typer.Option(None, "--cells", help="rerun every seed of these cells, e.g. "
                                         "pinn:3x30,rfls:3x50 (statistical level)"),
     against: Optional[Path] = typer.Option(None, "--against", parser=path_value,
-                                           help="compare with another archive cell by cell; no reruns"),
+                                           help="compare with another archive (a results directory, or a "
+                                           "finals file from --save-finals) cell by cell; no reruns"),
+    save_finals: Optional[Path] = typer.Option(None, "--save-finals", parser=path_value,
+                                               help="write the final J, J_S, l2 of every selected run to FILE "
+                                               "(CSV) for a later --against FILE; no reruns"),
     weights: bool = Flag(False, "--weights", help="only re-evaluate J and l2 of the saved weights from data.npz; "
                                                   "no training (seconds for the whole archive with --all)"),
     iterations: ShownIterations = None,
@@ -243,9 +247,9 @@ def verify(
     if seed < 0:
         raise BadInput(f"--seed must be >= 0, got {seed}")
     opt.choice(level, verifier.LEVELS, "--level")
-    if sum(bool(x) for x in (weights, against is not None, cells)) > 1:
-        raise BadInput("--weights, --against and --cells exclude each other")
-    if against is not None:
+    if sum(bool(x) for x in (weights, against is not None, cells, save_finals is not None)) > 1:
+        raise BadInput("--weights, --against, --cells and --save-finals exclude each other")
+    if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
     wanted = opt.solver_filter(solver, chosen)
@@ -256,9 +260,17 @@ def verify(
         raise nothing_to_show(results, chosen, sel)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
                                  seed, cheapest, level, cell_set)
-    if against is not None:
-        other = [r for r in load_selection(against, chosen, iterations, _warn).records
-                 if wanted is None or r.solver in wanted]
+    if save_finals is not None:
+        from lysep_cli.store.finals import write_finals
+
+        try:
+            n = write_finals(pool, save_finals)
+        except OSError as exc:
+            raise BadInput(f"--save-finals {save_finals}: {exc.strerror or exc}") from None
+        typer.echo(f"wrote the finals of {n} run(s) under {results}/ to {save_finals}")
+        bad = 0
+    elif against is not None:
+        other = verifier.other_archive(against, chosen, iterations, wanted, _warn)
         bad = verifier.against(pool, other, results, against, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
@@ -365,7 +377,8 @@ def study_step_size(
 
 def _step_size_runs(spec: specs.ExperimentSpec, size_list: list[tuple[int, int]], seed_list: list[int],
                     tau_list: list[float], iterations: int, out_dir: Path) -> None:
-    from lysep_cli.reports.study import planned_runs, read_runs, run_key, step_size_study, write_runs, write_study
+    from lysep_cli.reports.study import (planned_runs, read_runs, run_key, step_size_study, write_runs,
+                                         write_study)
 
     done = read_runs(out_dir / "runs.csv")
     total = len(planned_runs(size_list, seed_list, tau_list, iterations))

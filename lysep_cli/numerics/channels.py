@@ -42,8 +42,8 @@ import numpy as np
 
 from lysep_cli.numerics import fused as fused_engine
 from lysep_cli.numerics.activation import SIGMA, SigmaValues
-from lysep_cli.numerics.sincos import NUMBA_FROM
 from lysep_cli.numerics.problems import OperatorCoefficients
+from lysep_cli.numerics.sincos import NUMBA_FROM
 
 
 @dataclass(frozen=True)

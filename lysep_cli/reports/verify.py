@@ -437,18 +437,35 @@ def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     return bad
 
 
-def against(reference: list[RunRecord], other: list[RunRecord], results: Path, other_dir: Path,
+def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | None,
+                  solvers: set[str] | None, warn: Echo) -> list[Any]:
+    """The runs ``--against PATH`` names: the records under a results directory that match the spec, or
+    the rows of a finals file (lysep_cli/store/finals.py: the final values alone, kept when an archive
+    is regenerated) of the chosen experiments at their spec's iterations (or ``iterations``)."""
+    from lysep_cli.reports.selection import load_selection
+    from lysep_cli.store.finals import read_finals
+
+    if path.is_file():
+        wanted = {s.name: iterations or s.iterations for s in chosen}
+        rows = [r for r in read_finals(path) if wanted.get(r.experiment) == r.iterations]
+    else:
+        rows = load_selection(path, chosen, iterations, warn).records
+    return [r for r in rows if solvers is None or r.solver in solvers]
+
+
+def against(reference: list[RunRecord], other: list[Any], results: Path, other_dir: Path,
             echo: Echo, say: Echo) -> int:
-    """``--against DIR``: two archives cell by cell (cellstats), no reruns; returns cells that differ
-    (1 when no cell is in both)."""
+    """``--against PATH``: two archives cell by cell (cellstats), no reruns; returns cells that differ
+    (1 when no cell is in both).  ``other`` holds records or finals rows (:func:`other_archive`)."""
     compared, only_here, only_there = compare_archives(reference, other)
-    say(f"cell by cell: {results}/ (reference) against {other_dir}/; per cell n, geometric means of final J "
+    there = str(other_dir) if other_dir.is_file() else f"{other_dir}/"
+    say(f"cell by cell: {results}/ (reference) against {there}; per cell n, geometric means of final J "
         f"and l2, their ratio, Mann-Whitney p; differs when p < {ALPHA:g} or the ratio is outside "
         f"[1/{RATIO_BOUND:g}, {RATIO_BOUND:g}]")
     for c in compared:
         echo(c.line())
     bad = sum(not c.ok for c in compared)
-    missing = (f"; {len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {other_dir}/"
+    missing = (f"; {len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {there}"
                if only_here or only_there else "")
     echo(f"{len(compared) - bad} of {len(compared)} cell(s) agree" + (f"; {bad} differ" if bad else "") + missing)
     return bad if compared else 1

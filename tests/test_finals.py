@@ -1,0 +1,105 @@
+"""An archive's finals file (lysep_cli/store/finals.py): `lysep verify --save-finals FILE` writes the final
+values of every run, `lysep verify --against FILE` compares an archive with them cell by cell (what a
+regenerated archive is checked against once the old records are gone)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from foundation_helpers import write_tiny
+from lysep_cli.cli import app
+from lysep_cli.specs import BadInput
+from lysep_cli.store.finals import COLUMNS, read_finals
+
+cli = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A real archive: PINN, elliptic-2d (3,6), seeds 0-4, 40 iterations."""
+    root = tmp_path_factory.mktemp("finals")
+    config = write_tiny(root)
+    results = root / "results"
+    r = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0-4",
+                         "--iterations", "40", "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 0, r.output
+    return config, results
+
+
+def _verify(config, results, *args):
+    return cli.invoke(app, ["verify", "elliptic-2d", "--config", str(config), "--results", str(results),
+                            "--iterations", "40", *args])
+
+
+def test_the_finals_file_holds_every_runs_final_values_exactly(archive, tmp_path):
+    config, results = archive
+    out = tmp_path / "finals.csv"
+    r = _verify(config, results, "--save-finals", str(out))
+    assert r.exit_code == 0, r.output
+    assert "wrote the finals of 5 run(s)" in r.output
+    rows = read_finals(out)
+    assert [row.seed for row in rows] == [0, 1, 2, 3, 4]
+    for row in rows:
+        rec = json.loads((results / "elliptic-2d" / "pinn" / "L3-M6" / f"seed-{row.seed}.json").read_text())
+        assert (row.experiment, row.solver, row.L, row.M, row.iterations) == ("elliptic-2d", "pinn", 3, 6, 40)
+        assert row.final.J == rec["final"]["J"] and row.final.l2 == rec["final"]["l2"]  # bit for bit
+        assert row.final.J_S is None  # PINN has no J_S: an empty field
+        assert row.numerics == rec["versions"]["numerics"]
+
+
+def test_an_archive_agrees_with_its_own_finals_and_a_tripled_J_differs(archive, tmp_path):
+    config, results = archive
+    out = tmp_path / "finals.csv"
+    assert _verify(config, results, "--save-finals", str(out)).exit_code == 0
+    r = _verify(config, results, "--against", str(out))
+    assert r.exit_code == 0, r.output
+    assert "agrees    elliptic-2d pinn L3-M6: n 5/5" in r.output and "1 of 1 cell(s) agree" in r.output
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        row["J"] = repr(3 * float(row["J"]))
+    shifted = tmp_path / "shifted.csv"
+    with shifted.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    r = _verify(config, results, "--against", str(shifted))
+    assert r.exit_code == 1, r.output
+    assert "DIFFERS   elliptic-2d pinn L3-M6: n 5/5; J" in r.output and "0 of 1 cell(s) agree; 1 differ" in r.output
+
+
+def test_rows_of_other_iterations_are_not_compared(archive, tmp_path):
+    config, results = archive
+    out = tmp_path / "finals.csv"
+    assert _verify(config, results, "--save-finals", str(out)).exit_code == 0
+    out.write_text(out.read_text().replace(",40,ok,", ",2000,ok,"))
+    r = _verify(config, results, "--against", str(out))
+    assert r.exit_code == 1, r.output  # no cell in both
+    assert "0 of 0 cell(s) agree; 1 cell(s) only in" in r.output
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("x\n", "not a finals file"),
+    (",".join(COLUMNS) + "\nelliptic-2d,pinn,3,6\n", "line 2: 4 fields, expected 11"),
+    (",".join(COLUMNS) + "\nelliptic-2d,pinn,3,six,0,40,ok,1,,1,abc\n", "line 2: L, M, seed and iterations"),
+    (",".join(COLUMNS) + "\nelliptic-2d,pinn,3,6,0,40,ok,one,,1,abc\n", "line 2: 'one' is not a number"),
+])
+def test_a_bad_finals_file_is_one_line_and_exit_2(archive, tmp_path, text, needle):
+    config, results = archive
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text)
+    with pytest.raises(BadInput, match=needle.replace("(", r"\(")):
+        read_finals(bad)
+    r = _verify(config, results, "--against", str(bad))
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_save_finals_excludes_the_other_passes(archive, tmp_path):
+    config, results = archive
+    r = _verify(config, results, "--save-finals", str(tmp_path / "f.csv"), "--weights")
+    assert r.exit_code == 2 and "exclude each other" in r.output
