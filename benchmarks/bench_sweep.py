@@ -45,7 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int) -> dict:
+def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int,
+          config: str = "") -> dict:
     """Runs inside the child process: time runner.execute at each iteration count."""
     if impl:
         sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
@@ -61,7 +62,7 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
     from lysep_cli.specs import load_specs
 
     # each side reads its own experiments file (an older peer does not know the solvers added since)
-    spec = load_specs(str((Path(impl) if impl else ROOT) / "experiments.yaml"))[experiment]
+    spec = load_specs(config or str((Path(impl) if impl else ROOT) / "experiments.yaml"))[experiment]
     key = runner.RunKey(solver, L, M, 0)
     runner.execute(spec, key, 1)  # warm-up: data set, imports
     seconds = [float("inf")] * len(counts)
@@ -100,8 +101,9 @@ def gemm_units(solver: str, n_in: int, s: int, L: int = 3) -> float:
     return units
 
 
-def measure(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int) -> dict:
-    cmd = [sys.executable, __file__, "--child", json.dumps([impl, experiment, L, M, solver, counts, repeats])]
+def measure(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[int], repeats: int,
+            config: str = "") -> dict:
+    cmd = [sys.executable, __file__, "--child", json.dumps([impl, experiment, L, M, solver, counts, repeats, config])]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -121,6 +123,8 @@ def main() -> None:
     ap.add_argument("--solvers", default="pinn,lysep")
     ap.add_argument("--peer", default=None, help="another checkout whose lysep_cli runs beside ours")
     ap.add_argument("--json", default=None, help="write the measurements here")
+    ap.add_argument("--config", default="", help="our experiments file (default: ./experiments.yaml; the peer "
+                    "always reads its own), e.g. results/regen/experiments.yaml for LySep with back-off")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -154,7 +158,8 @@ def main() -> None:
                 row = {"experiment": spec.name, "L": L, "M": M, "solver": solver}
                 counts = counts_of[solver]
                 for name, impl in impls.items():
-                    m = measure(impl, spec.name, L, M, solver, counts, args.repeats)
+                    m = measure(impl, spec.name, L, M, solver, counts, args.repeats,
+                                "" if impl else str(Path(args.config).resolve()) if args.config else "")
                     t1, t2 = m["seconds"]
                     per_it = (t2 - t1) / (counts[1] - counts[0])
                     overhead = max(0.0, t1 - counts[0] * per_it)
