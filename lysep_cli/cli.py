@@ -228,6 +228,8 @@ def verify(
     against: Optional[Path] = typer.Option(None, "--against", parser=path_value,
                                            help="compare with another archive (a results directory, or a "
                                            "finals file from --save-finals) cell by cell; no reruns"),
+    common_seeds: bool = Flag(False, "--common-seeds", help="with --against: compare each cell on the seeds "
+                               "both sides have (an archive still being made)"),
     save_finals: Optional[Path] = typer.Option(None, "--save-finals", parser=path_value,
                                                help="write the final J, J_S, l2 of every selected run to FILE "
                                                "(CSV) for a later --against FILE; no reruns"),
@@ -249,6 +251,8 @@ def verify(
     opt.choice(level, verifier.LEVELS, "--level")
     if sum(bool(x) for x in (weights, against is not None, cells, save_finals is not None)) > 1:
         raise BadInput("--weights, --against, --cells and --save-finals exclude each other")
+    if common_seeds and against is None:
+        raise BadInput("--common-seeds goes with --against")
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -271,7 +275,7 @@ def verify(
         bad = 0
     elif against is not None:
         other = verifier.other_archive(against, chosen, iterations, wanted, _warn)
-        bad = verifier.against(pool, other, results, against, typer.echo, _say)
+        bad = verifier.against(pool, other, results, against, typer.echo, _say, common_seeds)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
     else:

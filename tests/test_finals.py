@@ -103,3 +103,20 @@ def test_save_finals_excludes_the_other_passes(archive, tmp_path):
     config, results = archive
     r = _verify(config, results, "--save-finals", str(tmp_path / "f.csv"), "--weights")
     assert r.exit_code == 2 and "exclude each other" in r.output
+
+
+def test_common_seeds_compares_a_partial_archive_on_the_seeds_it_has(archive, tmp_path):
+    """An archive being regenerated (3 of 5 seeds so far) against the finished one's finals."""
+    config, results = archive
+    out = tmp_path / "finals.csv"
+    assert _verify(config, results, "--save-finals", str(out)).exit_code == 0
+    lines = out.read_text().splitlines()
+    partial = tmp_path / "partial.csv"
+    partial.write_text("\n".join(lines[:4]) + "\n")  # the header and seeds 0-2
+    r = _verify(config, results, "--against", str(partial))
+    assert "n 5/3" in r.output and "[other seeds" in r.output
+    r = _verify(config, results, "--against", str(partial), "--common-seeds")
+    assert r.exit_code == 0, r.output
+    assert "agrees    elliptic-2d pinn L3-M6: n 3/3;" in r.output and "[other seeds" not in r.output
+    r = _verify(config, results, "--common-seeds")
+    assert r.exit_code == 2 and "--common-seeds goes with --against" in r.output

@@ -128,9 +128,16 @@ def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> 
     return CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b])
 
 
-def compare_archives(reference: Iterable[RunRecord], compared: Iterable[RunRecord]
+def compare_archives(reference: Iterable[RunRecord], compared: Iterable[RunRecord], common_seeds: bool = False
                      ) -> tuple[list[CellComparison], list[Cell], list[Cell]]:
-    """Every cell present in both: (comparisons, cells only in the reference, cells only in the other)."""
+    """Every cell present in both: (comparisons, cells only in the reference, cells only in the other).
+    ``common_seeds``: each cell compared on the seeds both sides have (an archive being regenerated,
+    against the finished one)."""
     ra, rb = by_cell(reference), by_cell(compared)
+    if common_seeds:
+        for c in set(ra) & set(rb):
+            seeds = {r.seed for r in ra[c]} & {r.seed for r in rb[c]}
+            ra[c], rb[c] = [r for r in ra[c] if r.seed in seeds], [r for r in rb[c] if r.seed in seeds]
+        ra, rb = {c: v for c, v in ra.items() if v}, {c: v for c, v in rb.items() if v}
     both = sorted(set(ra) & set(rb))
     return ([compare_cell(c, ra[c], rb[c]) for c in both], sorted(set(ra) - set(rb)), sorted(set(rb) - set(ra)))

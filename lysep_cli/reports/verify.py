@@ -454,10 +454,10 @@ def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | No
 
 
 def against(reference: list[RunRecord], other: list[Any], results: Path, other_dir: Path,
-            echo: Echo, say: Echo) -> int:
+            echo: Echo, say: Echo, common_seeds: bool = False) -> int:
     """``--against PATH``: two archives cell by cell (cellstats), no reruns; returns cells that differ
     (1 when no cell is in both).  ``other`` holds records or finals rows (:func:`other_archive`)."""
-    compared, only_here, only_there = compare_archives(reference, other)
+    compared, only_here, only_there = compare_archives(reference, other, common_seeds)
     there = str(other_dir) if other_dir.is_file() else f"{other_dir}/"
     say(f"cell by cell: {results}/ (reference) against {there}; per cell n, geometric means of final J "
         f"and l2, their ratio, Mann-Whitney p; differs when p < {ALPHA:g} or the ratio is outside "
