@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--peer", default=None, help="another checkout whose lysep_cli runs beside ours")
     ap.add_argument("--json", default=None, help="write the measurements here")
     ap.add_argument("--config", default="", help="our experiments file (default: ./experiments.yaml; the peer "
-                    "always reads its own), e.g. results/regen/experiments.yaml for LySep with back-off")
+                    "always reads its own), e.g. one with LySep's backoff_max: 16")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
