@@ -10,6 +10,8 @@ experiments.yaml with `backoff_max: 16` in LySep's settings).
 
 from __future__ import annotations
 
+import lysep_cli  # noqa: F401  first: it pins the platform before NumPy loads (lysep_cli.platform_pin)
+
 import argparse
 import json
 from pathlib import Path
