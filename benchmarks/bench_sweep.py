@@ -30,6 +30,8 @@ The full-sweep figure is sum over cells of seeds x (overhead + iterations x s/it
 
 Times are CPU seconds of the child process (time.process_time; one BLAS thread, so this is the
 run's own compute): on a shared machine other processes inflate wall time but hardly the CPU time.
+The last columns are each child's peak resident memory (ru_maxrss: data set, network, the run's
+arrays and the imported libraries; the warm-up and every timed run included).
 """
 
 from __future__ import annotations
@@ -80,7 +82,10 @@ def child(impl: str, experiment: str, L: int, M: int, solver: str, counts: list[
             A @ B
         gflops = 2.0 * n_in * M * M * spec.n_train * 10 / (time.process_time() - t) / 1e9
 
-    return {"seconds": seconds, "gflops": gflops, "package": str(Path(lysep_cli.__file__).parent)}
+    import resource
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux: the child's peak RSS
+    return {"seconds": seconds, "gflops": gflops, "package": str(Path(lysep_cli.__file__).parent), "peak_mb": peak_mb}
 
 
 def gemm_units(solver: str, n_in: int, s: int, L: int = 3) -> float:
@@ -144,6 +149,7 @@ def main() -> None:
     totals_by_solver = {(k, s): 0.0 for k in impls for s in args.solvers.split(",")}
     head = f"{'cell':<20} {'solver':<10} " + " ".join(f"{k + ' s/it':>11}" for k in impls)
     head += f" {'floor s/it':>10} {'ours/floor':>10} {'run s':>8}" + (f" {'peer/ours':>9}" if args.peer else "")
+    head += " " + " ".join(f"{k + ' MB':>9}" for k in impls)
     print(head, flush=True)
     for spec in specs.values():
         if wanted is None and spec.table is None:
@@ -170,7 +176,7 @@ def main() -> None:
                     seeds = len(spec.seeds) if solver in ("pinn", "lysep", "rfls") else args.extra_seeds
                     row[name] = {"s_per_it": per_it, "overhead_s": overhead, "run_s": run_s,
                                  "iterations": iterations, "seeds": seeds,
-                                 "gflops": m["gflops"], "package": m["package"]}
+                                 "gflops": m["gflops"], "package": m["package"], "peak_mb": m.get("peak_mb")}
                     totals[name] += run_s * seeds
                     totals_by_solver[name, solver] += run_s * seeds
                 floor = gemm_units(solver, n_in, s, L) * 2.0 * M * M * spec.n_train / 1e9 / row["ours"]["gflops"]
@@ -182,6 +188,7 @@ def main() -> None:
                 line += f" {row['ours']['run_s']:>8.1f}"
                 if args.peer:
                     line += f" {row['peer']['s_per_it'] / row['ours']['s_per_it']:>9.2f}"
+                line += " " + " ".join(f"{row[k]['peak_mb']:>9.0f}" for k in impls)
                 print(line, flush=True)
     for name in impls:
         parts = ", ".join(f"{s} {totals_by_solver[name, s] / 3600:.2f}" for s in args.solvers.split(","))

@@ -298,6 +298,7 @@ def status(
                                         "(default: spec)"),
     check: bool = Flag(False, "--check", help="exit 1 when a listed run is missing"),
     summary: bool = Flag(False, "--summary", help="the totals only, not the table"),
+    timing: bool = Flag(False, "--timing", help="the CPU-hours of the finished runs per experiment and solver"),
     out: Out = None,
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
@@ -305,7 +306,7 @@ def status(
 ) -> None:
     """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
     from lysep_cli.reports.selection import load_selection, nothing_to_show
-    from lysep_cli.reports.status import archive_status, files_size, render_status
+    from lysep_cli.reports.status import archive_status, files_size, render_status, render_timing
 
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     wanted = opt.solver_filter(solver, chosen)
@@ -316,6 +317,9 @@ def status(
     cells = archive_status(sel, chosen, wanted, results, expected)
     if not cells:
         raise nothing_to_show(results, chosen, sel)
+    if timing:
+        _emit(render_timing(cells), out)
+        return
     paper = {s.name for s in chosen if s.table is not None}
     size = files_size(results, sorted({c.experiment for c in cells}), wanted)
     _emit(render_status(cells, sel.iterations, str(results), paper, summary, size), out)

@@ -150,3 +150,19 @@ def test_the_estimate_counts_what_checkpoints_hold():
     cell.in_progress = {2: 5000}  # a checkpoint past the end (other iterations) counts as done, no less
     assert cell.estimate_left == 100.0
     assert CellStatus("e", "lysep", 3, 6, (0, 1), done=[0], pace_seconds=50.0, in_progress={1: 10}).estimate_left == 50.0
+
+
+def test_timing_sums_the_recorded_cpu_time_per_experiment_and_solver(tmp_path):
+    config, results = _archive(tmp_path)
+    spec = load_specs(config)["elliptic-2d"]
+    rec, params = synthetic_record(spec, "lysep", 3, 6, 1, J=1e-3, l2=1e-2, seconds=99.0)
+    store(results, rec.with_(diagnostics={"cpu_seconds": 1800.0}), params)
+    r = cli.invoke(app, ["status", "elliptic-2d", "--config", str(config), "--results", str(results), "--timing"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == "| experiment | PINN | LySep | all |"
+    # PINN: only seed 0 of (2,5) recorded its CPU time (720 s); LySep: 1800 s; wall seconds are not summed
+    assert lines[2] == "| elliptic-2d | 0.20 | 0.50 | 0.70 |"
+    assert lines[3] == "| all | 0.20 | 0.50 | 0.70 |"
+    assert "CPU-hours of 2 finished run(s)" in r.output
+    assert "3 finished run(s) recorded no CPU time" in r.output  # PINN (3,6) seeds 0-2

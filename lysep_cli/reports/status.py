@@ -231,3 +231,33 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
         lines.append("- finished runs by machine and BLAS kernel: "
                      + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())))
     return "\n".join(lines) + "\n"
+
+
+def render_timing(cells: list[CellStatus]) -> str:
+    """Markdown: the CPU-hours of the finished runs per experiment (rows) and solver (columns), from each
+    record's ``diagnostics.cpu_seconds`` (one BLAS thread per run), with a total row and column; then how
+    many runs the sums cover and on which machines.  A finished run that did not record its CPU time is
+    counted in the last line, not in the sums (copies of another experiment's runs are neither)."""
+    experiments = list(dict.fromkeys(c.experiment for c in cells))
+    solvers = sorted({c.solver for c in cells}, key=solver_key)
+    cpu, runs = Counter(), Counter()
+    for c in cells:
+        cpu[c.experiment, c.solver] += c.cpu_seconds
+        runs[c.experiment, c.solver] += c.n_cpu
+    shown = [s for s in solvers if any(runs[e, s] for e in experiments)]
+    lines = ["| experiment | " + " | ".join(display_name(s) for s in shown) + " | all |",
+             "|---|" + "---|" * (len(shown) + 1)]
+    for e in experiments:
+        row = [_hours(cpu[e, s]) if runs[e, s] else "–" for s in shown]
+        lines.append(f"| {e} | " + " | ".join(row) + f" | {_hours(sum(cpu[e, s] for s in shown))} |")
+    total = [_hours(sum(cpu[e, s] for e in experiments)) for s in shown]
+    lines.append("| all | " + " | ".join(total) + f" | {_hours(sum(cpu.values()))} |")
+    timed = sum(c.n_cpu for c in cells)
+    untimed = sum(len(c.done) - c.copied - c.n_cpu for c in cells)
+    machines = sum((c.machines for c in cells), Counter())
+    lines += ["", f"CPU-hours of {timed} finished run(s), summed (each record's `diagnostics.cpu_seconds`, one BLAS "
+              "thread per run)" + (f"; {untimed} finished run(s) recorded no CPU time and are not in the sums"
+                                   if untimed else "")
+              + ("; machines: " + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())) if machines else "")
+              + "."]
+    return "\n".join(lines) + "\n"
