@@ -21,6 +21,8 @@
 #                         the experiments file REGEN/experiments.yaml): the paper sweep, rfls, rfm, the extras
 #                         and the depth study (resumes; ~20 CPU-hours), then `lysep verify --against` the old
 #                         archive's finals (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
+#   make adopt-regen      once REGEN is complete and agrees: its records replace those of RESULTS (per
+#                         experiment and solver; the step-size study stays); then make outputs docs
 #   make compact          rewrite older (schema-2) records of RESULTS with their histories in the NPZ
 #                         (same numbers, ~60 % fewer bytes; records already compact are untouched)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
@@ -58,7 +60,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: regenerate install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
+.PHONY: regenerate adopt-regen install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
 
 # LySep's fixed-tau study (docs/lysep.md): experiment:sizes, in two chains run side by side
 # (experiment:size[:grid]; the second sizes of 5-D and 10-D run a reduced grid: at (3,20) every tau <= 1e-8
@@ -171,3 +173,18 @@ regenerate: install
 	$(LYSEP) run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 $(REGEN_FLAGS)
 	$(MAKE) --no-print-directory depth RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml
 	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS)
+
+# the regenerated archive replaces the records of RESULTS (default results/paper) once it is complete and
+# agrees with the old finals: each <experiment>/<solver>/ of REGEN moves over the old one; the step-size
+# study, the finals file and everything REGEN does not hold stay; then `make outputs docs` (docs/archive.md)
+adopt-regen: install
+	$(LYSEP) status elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d --solver pinn,lysep,rfls,rfm --check --summary $(REGEN_FLAGS)
+	$(LYSEP) status elliptic-2d parabolic-5d hyperbolic-5d --solver pinn-adam,pinn-lbfgs,pinn-lm --seeds 0-2 \
+	  --check --summary $(REGEN_FLAGS)
+	$(LYSEP) status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
+	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS)
+	for f in $(REGEN)/*/data.npz; do cmp $$f $(RESULTS)/$$(basename $$(dirname $$f))/data.npz || exit $$?; done
+	for d in $(REGEN)/*/*/; do \
+	  e=$$(basename $$(dirname $$d)); s=$$(basename $$d); \
+	  rm -rf $(RESULTS)/$$e/$$s && mkdir -p $(RESULTS)/$$e && mv $$d $(RESULTS)/$$e/$$s || exit $$?; \
+	done
