@@ -172,6 +172,18 @@ def test_identical_sets_agree_and_a_single_run_is_too_few():
     assert cellstats.compare_cell(("e", "pinn", 3, 30), _cell(WIDE_J[:1], L2), _cell(WIDE_J[:1], L2)).verdict == "too few"
 
 
+def test_a_seed_that_changes_regime_is_named_though_the_cell_agrees():
+    # one seed of ten stays on a plateau 300x above the others (docs/results.md (b)): the geometric mean
+    # moves 300 ** 0.1 = 1.77x, inside the rule's bound, so the cell agrees, and the line names the seed
+    moved = [x * (300.0 if i == 3 else 1 + 1e-4) for i, x in enumerate(TIGHT_J)]
+    c = cellstats.compare_cell(("e", "lysep", 3, 100), _cell(TIGHT_J, L2), _cell(moved, L2))
+    assert c.verdict == "agrees" and c.moved == ((3, TIGHT_J[3], moved[3]),)
+    assert f"J moved more than 10x: seed 3 {TIGHT_J[3]:.3g} -> {moved[3]:.3g}" in c.line()
+    diverged = cellstats.compare_cell(("e", "lysep", 3, 100), _cell(TIGHT_J, L2), _cell(TIGHT_J[:9] + [None], L2))
+    assert [m[0] for m in diverged.moved] == [9] and math.isinf(diverged.moved[0][2])
+    assert cellstats.compare_cell(("e", "pinn", 3, 30), _cell(WIDE_J, L2), _cell(WIDE_J, L2)).moved == ()
+
+
 # ---------------------------------------------------------------------------------------------
 # Two real archives: one on this platform, one on another BLAS kernel (a fresh process).
 

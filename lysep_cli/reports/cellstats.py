@@ -35,6 +35,8 @@ from lysep_cli.store.schema import RunRecord
 
 ALPHA = 0.01
 RATIO_BOUND = 2.0
+#: a seed whose final J moved by more than this factor is named in the line (the verdict is the rule's)
+SEED_NOTE = 10.0
 QUANTITIES = ("J", "l2")
 
 Cell = tuple[str, str, int, int]
@@ -76,6 +78,7 @@ class CellComparison:
     n_b: int
     tests: tuple[QuantityTest, ...]
     same_seeds: bool = True
+    moved: tuple[tuple[int, float, float], ...] = ()  # (seed, J a, J b) of seeds whose J moved > SEED_NOTE x
 
     @property
     def verdict(self) -> str:
@@ -91,6 +94,9 @@ class CellComparison:
         e, s, L, M = self.cell
         parts = [f"{t.name} {t.gm_a:.3g} -> {t.gm_b:.3g} (x{t.ratio:.3g}, p={t.p:.2g})" for t in self.tests]
         text = f"{self.verdict:<9} {e} {s} L{L}-M{M}: n {self.n_a}/{self.n_b}; " + "; ".join(parts)
+        if self.moved:
+            text += f"; J moved more than {SEED_NOTE:g}x: " + ", ".join(
+                f"seed {seed} {ja:.3g} -> {jb:.3g}" for seed, ja, jb in self.moved)
         if not self.same_seeds:
             text += " [other seeds: the rule is made for the same seeds, see docs/reproducibility.md]"
         return text
@@ -123,9 +129,23 @@ def compare_quantity(a: Sequence[float], b: Sequence[float], name: str) -> Quant
     return QuantityTest(name, gm_a, gm_b, ratio, p)
 
 
+def _moved_seeds(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> tuple[tuple[int, float, float], ...]:
+    """Seeds on both sides whose final J differs by more than SEED_NOTE x (or is finite on one side only):
+    a regime change of one seed (e.g. a LySep run that stays on the ridge plateau), which the rule's
+    geometric means can absorb, but a table's mean cannot."""
+    jb = dict(zip((r.seed for r in b), _values(b, "J")))
+    out = []
+    for seed, ja in zip((r.seed for r in a), _values(a, "J")):
+        if seed in jb and not (ja == jb[seed] or (math.isfinite(ja) and math.isfinite(jb[seed])
+                                                  and 1 / SEED_NOTE <= jb[seed] / ja <= SEED_NOTE)):
+            out.append((seed, ja, jb[seed]))
+    return tuple(sorted(out))
+
+
 def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> CellComparison:
     tests = tuple(compare_quantity(_values(a, q), _values(b, q), q) for q in QUANTITIES)
-    return CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b])
+    return CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b],
+                          _moved_seeds(a, b))
 
 
 def compare_archives(reference: Iterable[RunRecord], compared: Iterable[RunRecord], common_seeds: bool = False
