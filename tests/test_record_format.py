@@ -46,6 +46,16 @@ def test_histories_live_in_the_npz_bit_for_bit(tmp_path):
     assert [W.shape for W, _ in records.load_params(npz_path)] == [(6, 2), (6, 6), (1, 6)]
 
 
+def test_a_finite_history_reads_back_as_the_same_floats(tmp_path):
+    # the NPZ's float64 series are not re-checked entry by entry (records._parse): the same values come back
+    finite = {"J": [1.5, -2.5e-07, 1e-300, 0.30000000000000004, 7.0], "J_S": [2.0, 1.0, 0.5, 0.25, 0.125]}
+    rec, params = synthetic_record(SPEC, "pinn", 3, 6, 0, J=7.0, l2=0.5, iterations=4, history=finite)
+    store(tmp_path, rec, params)
+    back = records.read_record(records.record_paths(tmp_path, *rec.cell)[0])
+    assert back == rec and back.history == finite
+    assert all(type(x) is float for s in back.history.values() for x in s)
+
+
 def test_a_history_altered_in_the_npz_is_caught_by_the_sha256(tmp_path):
     rec, params = synthetic_record(SPEC, "pinn", 3, 6, 0, J=7.0, l2=0.5, iterations=4, history=HISTORY)
     store(tmp_path, rec, params)

@@ -208,6 +208,7 @@ def _parse(obj: object, data: bytes | None, npz_name: str = "seed-<s>.npz", dige
                 raise RecordError(f"weights file {npz_name} does not match the record's sha256 (truncated or replaced)")
             obj = {**obj, "history": {k: None if v is None else _npz_series(data, k, npz_name)
                                       for k, v in names.items()}}
+            return RunRecord.from_json(obj, histories_checked=True)
     return RunRecord.from_json(obj)
 
 
@@ -223,6 +224,8 @@ def _npz_series(data: bytes, name: str, npz_name: str) -> list[float | None]:
         raise RecordError(f"weights file {npz_name} unreadable ({type(exc).__name__})") from None
     if arr.ndim != 1 or arr.dtype != np.float64:
         raise RecordError(f"weights file {npz_name}: {key!r} is not a float64 vector")
+    if np.isfinite(arr).all():
+        return arr.tolist()
     return [x if math.isfinite(x) else None for x in arr.tolist()]
 
 

@@ -112,8 +112,11 @@ class RunRecord:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_json(cls, obj: Any) -> "RunRecord":
-        """Validate a parsed JSON document; RecordError names the first bad field."""
+    def from_json(cls, obj: Any, *, histories_checked: bool = False) -> "RunRecord":
+        """Validate a parsed JSON document; RecordError names the first bad field.
+
+        ``histories_checked``: the history series are lists of finite floats and None already (read
+        from a float64 array of the run's NPZ), so their entries are not checked one by one again."""
         if not isinstance(obj, dict):
             raise RecordError(f"expected a JSON object, got {type(obj).__name__}")
         schema = obj.get("schema")
@@ -158,14 +161,15 @@ class RunRecord:
         for key, series in history.items():
             if series is None:
                 continue
-            if not isinstance(series, list) or not all(_is_number(x) or x is None for x in series):
+            if not isinstance(series, list) or not (histories_checked or all(_is_number(x) or x is None
+                                                                              for x in series)):
                 raise RecordError(f"field 'history.{key}': expected a list of numbers")
             if len(series) != len(history["J"]):
                 raise RecordError(f"field 'history.{key}': {len(series)} entries, history.J has "
                                   f"{len(history['J'])}")
         return cls(**{**obj, "final": Final(**final),
-                      "history": {k: None if s is None else [finite_or_none(x) for x in s]
-                                  for k, s in history.items()},
+                      "history": history if histories_checked else {
+                          k: None if s is None else [finite_or_none(x) for x in s] for k, s in history.items()},
                       "seconds": float(obj["seconds"])})
 
 
