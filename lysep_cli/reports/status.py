@@ -258,6 +258,6 @@ def render_timing(cells: list[CellStatus]) -> str:
     lines += ["", f"CPU-hours of {timed} finished run(s), summed (each record's `diagnostics.cpu_seconds`, one BLAS "
               "thread per run)" + (f"; {untimed} finished run(s) recorded no CPU time and are not in the sums"
                                    if untimed else "")
-              + ("; machines: " + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())) if machines else "")
+              + ("; finished runs by machine and BLAS kernel: " + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())) if machines else "")
               + "."]
     return "\n".join(lines) + "\n"
