@@ -22,7 +22,8 @@
 #                         and the depth study (resumes; ~20 CPU-hours), then `lysep verify --against` the old
 #                         archive's finals (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
 #   make adopt-regen      once REGEN is complete and agrees: its records replace those of RESULTS (per
-#                         experiment and solver; the step-size study stays); then make outputs docs
+#                         experiment and solver; the step-size study stays); then make outputs docs;
+#                         ACCEPT=EXP:SOLVER:LxM,... names cells known to differ (docs/archive.md)
 #   make compact          rewrite older (schema-2) records of RESULTS with their histories in the NPZ
 #                         (same numbers, ~60 % fewer bytes; records already compact are untouched)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
@@ -172,7 +173,7 @@ regenerate: install
 	$(LYSEP) run elliptic-10d --solver pinn-adam --sizes 3x20 --seeds 0 $(REGEN_FLAGS)
 	$(LYSEP) run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 $(REGEN_FLAGS)
 	$(MAKE) --no-print-directory depth RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml
-	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS)
+	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
 
 # the regenerated archive replaces the records of RESULTS (default results/paper) once it is complete and
 # agrees with the old finals: each <experiment>/<solver>/ of REGEN moves over the old one; the step-size
@@ -182,7 +183,7 @@ adopt-regen: install
 	$(LYSEP) status elliptic-2d parabolic-5d hyperbolic-5d --solver pinn-adam,pinn-lbfgs,pinn-lm --seeds 0-2 \
 	  --check --summary $(REGEN_FLAGS)
 	$(LYSEP) status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
-	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS)
+	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
 	for f in $(REGEN)/*/data.npz; do cmp $$f $(RESULTS)/$$(basename $$(dirname $$f))/data.npz || exit $$?; done
 	for d in $(REGEN)/*/*/; do \
 	  e=$$(basename $$(dirname $$d)); s=$$(basename $$d); \

@@ -230,6 +230,8 @@ def verify(
                                            "finals file from --save-finals) cell by cell; no reruns"),
     common_seeds: bool = Flag(False, "--common-seeds", help="with --against: compare each cell on the seeds "
                                "both sides have (an archive still being made)"),
+    accept: Optional[str] = typer.Option(None, "--accept", help="with --against: cells known to differ, e.g. "
+                                         "elliptic-2d:pinn-lbfgs:3x30 (each must differ; docs/archive.md)"),
     save_finals: Optional[Path] = typer.Option(None, "--save-finals", parser=path_value,
                                                help="write the final J, J_S, l2 of every selected run to FILE "
                                                "(CSV) for a later --against FILE; no reruns"),
@@ -253,11 +255,14 @@ def verify(
         raise BadInput("--weights, --against, --cells and --save-finals exclude each other")
     if common_seeds and against is None:
         raise BadInput("--common-seeds goes with --against")
+    if accept is not None and against is None:
+        raise BadInput("--accept goes with --against")
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
     wanted = opt.solver_filter(solver, chosen)
     cell_set = None if cells is None else opt.cell_filter(cells, chosen)
+    accepted = set() if accept is None else opt.accepted_cells(accept, chosen)
     sel = load_selection(results, chosen, iterations, _warn)
     pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
@@ -275,7 +280,7 @@ def verify(
         bad = 0
     elif against is not None:
         other = verifier.other_archive(against, chosen, iterations, wanted, _warn)
-        bad = verifier.against(pool, other, results, against, typer.echo, _say, common_seeds)
+        bad = verifier.against(pool, other, results, against, typer.echo, _say, common_seeds, accepted)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
     else:

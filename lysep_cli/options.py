@@ -177,6 +177,26 @@ def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, 
     return out
 
 
+def accepted_cells(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, str, int, int]]:
+    """``--accept elliptic-2d-depth:pinn-lbfgs:4x50,...`` as {(experiment, solver, L, M)}; BadInput for a
+    malformed entry or an experiment / solver not chosen."""
+    names = {s.name: s for s in chosen}
+    out = set()
+    for part in text.split(","):
+        fields = part.strip().split(":")
+        L, _, M = fields[-1].partition("x") if len(fields) == 3 else ("", "", "")
+        if not (len(fields) == 3 and L.isdigit() and M.isdigit()):
+            raise BadInput("--accept: expected EXPERIMENT:SOLVER:LxM[,...] (e.g. elliptic-2d:pinn:3x30), "
+                           f"got {part.strip()!r}")
+        experiment, solver = fields[0], fields[1]
+        if experiment not in names:
+            raise BadInput(f"--accept: experiment {experiment!r} is not among those verified "
+                           f"({', '.join(names)})")
+        solver_filter(solver, [names[experiment]])
+        out.add((experiment, solver, int(L), int(M)))
+    return out
+
+
 def report_specs(config: Optional[Path], experiments: Optional[list[str]], results: Path,
                  out: Optional[Path], iterations: Optional[int], out_is_dir: bool = False) -> list[ExperimentSpec]:
     """Checked inputs of a report command: the experiments asked for (all when none named)."""

@@ -120,3 +120,50 @@ def test_common_seeds_compares_a_partial_archive_on_the_seeds_it_has(archive, tm
     assert "agrees    elliptic-2d pinn L3-M6: n 3/3;" in r.output and "[other seeds" not in r.output
     r = _verify(config, results, "--common-seeds")
     assert r.exit_code == 2 and "--common-seeds goes with --against" in r.output
+
+
+def _tripled(out, tmp_path):
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        row["J"] = repr(3 * float(row["J"]))
+    shifted = tmp_path / "shifted.csv"
+    with shifted.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return shifted
+
+
+def test_accept_lets_a_named_differing_cell_pass_and_fails_a_stale_one(archive, tmp_path):
+    """--accept names cells known to differ (an adoption with a documented exception): such a cell is
+    reported and passes; a named cell that agrees fails, so an acceptance cannot outlive its reason."""
+    config, results = archive
+    out = tmp_path / "finals.csv"
+    assert _verify(config, results, "--save-finals", str(out)).exit_code == 0
+    shifted = _tripled(out, tmp_path)
+    r = _verify(config, results, "--against", str(shifted), "--accept", "elliptic-2d:pinn:3x6")
+    assert r.exit_code == 0, r.output
+    assert "DIFFERS   elliptic-2d pinn L3-M6:" in r.output and "[accepted: --accept]" in r.output
+    assert "0 of 1 cell(s) agree; 1 differ (1 accepted with --accept)" in r.output
+    r = _verify(config, results, "--against", str(out), "--accept", "elliptic-2d:pinn:3x6")
+    assert r.exit_code == 1, r.output
+    assert "STALE     elliptic-2d pinn L3-M6: named by --accept but it agrees" in r.output
+    r = _verify(config, results, "--against", str(shifted), "--accept", "elliptic-2d:pinn:3x7")
+    assert r.exit_code == 1, r.output  # the differing cell is not the one accepted
+    assert "not compared" in r.output and "[accepted" not in r.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--accept", "elliptic-2d:pinn:3x6"], "--accept goes with --against"),
+    (["--against", "F", "--accept", "pinn:3x6"], "--accept: expected EXPERIMENT:SOLVER:LxM"),
+    (["--against", "F", "--accept", "parabolic-5d:pinn:3x6"], "--accept: experiment 'parabolic-5d' is not among"),
+    (["--against", "F", "--accept", "elliptic-2d:nosuch:3x6"], "nosuch"),
+])
+def test_a_bad_accept_is_one_line_and_exit_2(archive, tmp_path, args, needle):
+    config, results = archive
+    out = tmp_path / "finals.csv"
+    assert _verify(config, results, "--save-finals", str(out)).exit_code == 0
+    r = _verify(config, results, *[str(out) if a == "F" else a for a in args])
+    assert r.exit_code == 2, r.output
+    assert needle in r.output and len(r.output.strip().splitlines()) == 1

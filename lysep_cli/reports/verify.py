@@ -454,18 +454,28 @@ def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | No
 
 
 def against(reference: list[RunRecord], other: list[Any], results: Path, other_dir: Path,
-            echo: Echo, say: Echo, common_seeds: bool = False) -> int:
-    """``--against PATH``: two archives cell by cell (cellstats), no reruns; returns cells that differ
-    (1 when no cell is in both).  ``other`` holds records or finals rows (:func:`other_archive`)."""
+            echo: Echo, say: Echo, common_seeds: bool = False,
+            accepted: set[tuple[str, str, int, int]] = frozenset()) -> int:
+    """``--against PATH``: two archives cell by cell (cellstats), no reruns; returns the cells that differ
+    and are not ``accepted``, plus the accepted cells that do not differ (a stale acceptance fails too);
+    1 when no cell is in both.  ``other`` holds records or finals rows (:func:`other_archive`)."""
     compared, only_here, only_there = compare_archives(reference, other, common_seeds)
     there = str(other_dir) if other_dir.is_file() else f"{other_dir}/"
     say(f"cell by cell: {results}/ (reference) against {there}; per cell n, geometric means of final J "
         f"and l2, their ratio, Mann-Whitney p; differs when p < {ALPHA:g} or the ratio is outside "
         f"[1/{RATIO_BOUND:g}, {RATIO_BOUND:g}]")
+    differing = {c.cell for c in compared if not c.ok}
     for c in compared:
-        echo(c.line())
-    bad = sum(not c.ok for c in compared)
+        echo(c.line() + ("  [accepted: --accept]" if c.cell in differing & accepted else ""))
+    stale = sorted(accepted - differing)
+    for e, s, L, M in stale:
+        echo(f"STALE     {e} {s} L{L}-M{M}: named by --accept but "
+             + ("it agrees" if any(c.cell == (e, s, L, M) for c in compared) else "not compared (no runs on both sides)"))
+    bad = len(differing)
     missing = (f"; {len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {there}"
                if only_here or only_there else "")
-    echo(f"{len(compared) - bad} of {len(compared)} cell(s) agree" + (f"; {bad} differ" if bad else "") + missing)
-    return bad if compared else 1
+    took = len(differing & accepted)
+    echo(f"{len(compared) - bad} of {len(compared)} cell(s) agree" + (f"; {bad} differ" if bad else "")
+         + (f" ({took} accepted with --accept)" if took else "")
+         + (f"; {len(stale)} --accept cell(s) do not differ" if stale else "") + missing)
+    return (bad - took + len(stale)) if compared else 1
