@@ -184,6 +184,28 @@ def test_a_seed_that_changes_regime_is_named_though_the_cell_agrees():
     assert cellstats.compare_cell(("e", "pinn", 3, 30), _cell(WIDE_J, L2), _cell(WIDE_J, L2)).moved == ()
 
 
+def test_a_differing_cell_says_how_often_its_own_seeds_would_alarm_with_no_change():
+    """The line of a cell that differs gives the share of random splits of the pooled runs whose ratio
+    leaves the bound: ~0 for a tight cell with a real 3x shift, large for seeds spread over decades."""
+    tight = cellstats.compare_cell(("e", "pinn", 3, 30), _cell(TIGHT_J, L2), _cell([3 * x for x in TIGHT_J], L2))
+    assert tight.verdict == "DIFFERS" and tight.split_alarms is not None and tight.split_alarms < 0.01
+    assert "puts the ratio outside the bound in 0 % of splits" in tight.line()
+    wide = cellstats.compare_cell(("e", "pinn-lbfgs", 4, 50), _cell(WIDE_J, L2), _cell([3 * x for x in WIDE_J], L2))
+    assert wide.verdict == "DIFFERS" and wide.split_alarms > 0.2
+    again = cellstats.compare_cell(("e", "pinn-lbfgs", 4, 50), _cell(WIDE_J, L2), _cell([3 * x for x in WIDE_J], L2))
+    assert again.split_alarms == wide.split_alarms  # seeded: the same figure every time
+    agrees = cellstats.compare_cell(("e", "pinn", 3, 30), _cell(WIDE_J, L2), _cell(WIDE_J, L2))
+    assert agrees.split_alarms is None and "splits" not in agrees.line()
+    # by hand: the share of the 184756 ways to split 20 values into 10 + 10 with a ratio outside [1/2, 2]
+    rng = np.random.default_rng(3)
+    a, b = list(np.exp(rng.normal(0, 1.0, 10))), list(np.exp(rng.normal(0, 1.0, 10)))
+    logs = np.log(a + b)
+    from itertools import combinations
+    total = logs.sum()
+    outside = sum(abs((total - 2 * logs[list(c)].sum()) / 10) > math.log(2) for c in combinations(range(20), 10))
+    assert cellstats.split_alarm_rate([a], [b], draws=20000) == pytest.approx(outside / 184756, abs=0.01)
+
+
 # ---------------------------------------------------------------------------------------------
 # Two real archives: one on this platform, one on another BLAS kernel (a fresh process).
 

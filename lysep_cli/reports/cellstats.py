@@ -25,10 +25,12 @@ power and false-alarm rate are measured in docs/reproducibility.md
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
+import numpy as np
 from scipy.stats import mannwhitneyu
 
 from lysep_cli.store.schema import RunRecord
@@ -37,6 +39,8 @@ ALPHA = 0.01
 RATIO_BOUND = 2.0
 #: a seed whose final J moved by more than this factor is named in the line (the verdict is the rule's)
 SEED_NOTE = 10.0
+#: random splits behind the no-change alarm rate printed for a cell that differs (split_alarm_rate)
+SPLIT_DRAWS = 4000
 QUANTITIES = ("J", "l2")
 
 Cell = tuple[str, str, int, int]
@@ -79,6 +83,7 @@ class CellComparison:
     tests: tuple[QuantityTest, ...]
     same_seeds: bool = True
     moved: tuple[tuple[int, float, float], ...] = ()  # (seed, J a, J b) of seeds whose J moved > SEED_NOTE x
+    split_alarms: float | None = None  # of a cell that differs: :func:`split_alarm_rate`
 
     @property
     def verdict(self) -> str:
@@ -97,6 +102,9 @@ class CellComparison:
         if self.moved:
             text += f"; J moved more than {SEED_NOTE:g}x: " + ", ".join(
                 f"seed {seed} {ja:.3g} -> {jb:.3g}" for seed, ja, jb in self.moved)
+        if self.split_alarms is not None:
+            text += (f"; a random split of the two sides' {self.n_a + self.n_b} runs puts the ratio outside "
+                     f"the bound in {100 * self.split_alarms:.0f} % of splits")
         if not self.same_seeds:
             text += " [other seeds: the rule is made for the same seeds, see docs/reproducibility.md]"
         return text
@@ -142,10 +150,38 @@ def _moved_seeds(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> tuple[tuple[
     return tuple(sorted(out))
 
 
+def split_alarm_rate(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], draws: int = SPLIT_DRAWS,
+                     seed: int = 0) -> float:
+    """How often the ratio half of the rule fires with no change at all, for these values: the share of
+    random splits of the pooled runs (``a[k]`` and ``b[k]``: the values of quantity k on each side, one
+    entry per run) into groups of the two sides' sizes whose geometric-mean ratio is outside
+    [1/RATIO_BOUND, RATIO_BOUND] for some quantity.  Near 0 for a cell whose seeds agree closely (a
+    shift there is real); large for a cell whose seeds spread over decades (e.g. L-BFGS, whose runs land in
+    other basins when round-off moves: a difference there may be a new draw, docs/archive.md)."""
+    n_a = len(a[0])
+    rng = np.random.default_rng(seed)
+    order = np.argsort(rng.random((draws, n_a + len(b[0]))), axis=1)  # one permutation per draw
+    fires = np.zeros(draws, dtype=bool)
+    for qa, qb in zip(a, b):
+        logs = np.log(np.asarray(list(qa) + list(qb), dtype=float))  # +inf (diverged) stays +inf
+        logs[~np.isfinite(logs)] = np.nan  # the geometric means use the finite values
+        split = logs[order]
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a group with no finite value: NaN, no alarm
+            r = np.nanmean(split[:, n_a:], axis=1) - np.nanmean(split[:, :n_a], axis=1)
+        fires |= np.abs(np.nan_to_num(r, nan=0.0)) > math.log(RATIO_BOUND)
+    return float(np.mean(fires))
+
+
 def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> CellComparison:
     tests = tuple(compare_quantity(_values(a, q), _values(b, q), q) for q in QUANTITIES)
-    return CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b],
-                          _moved_seeds(a, b))
+    comparison = CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b],
+                                _moved_seeds(a, b))
+    if comparison.verdict == "DIFFERS":
+        live = [q for q, t in zip(QUANTITIES, tests) if not math.isnan(t.gm_a)]  # quantities with values
+        comparison = replace(comparison, split_alarms=split_alarm_rate([_values(a, q) for q in live],
+                                                                      [_values(b, q) for q in live]))
+    return comparison
 
 
 def compare_archives(reference: Iterable[RunRecord], compared: Iterable[RunRecord], common_seeds: bool = False
