@@ -102,7 +102,7 @@ reproduce-quick:
 runs:
 	@for e in $(EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 
 EXTRA_SOLVERS ?= pinn-adam,pinn-lbfgs,pinn-lm
@@ -112,7 +112,7 @@ EXTRA_EXPERIMENTS ?= $(EXPERIMENTS)
 extras: install
 	@for e in $(EXTRA_EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS))"; \
-	  $(LYSEP) run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 	$(MAKE) --no-print-directory outputs
 
@@ -139,7 +139,7 @@ DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
 depth: install
 	@for e in $(DEPTH_EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) || exit $$?; \
+	  $(LYSEP) run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 	$(MAKE) --no-print-directory depth-outputs
 
@@ -164,15 +164,17 @@ REGEN ?= results/regen
 OLD_FINALS ?= results/paper-finals-2026-11.csv
 
 REGEN_FLAGS = --results $(REGEN) --config $(REGEN)/experiments.yaml
+# SAME_NUMERICS=1: every lysep run refuses to add to an archive made by other numerics (make regenerate)
+NUMERICS_FLAGS = $(if $(SAME_NUMERICS),--same-numerics)
 
 # what the old archive holds beyond the paper sweep: the extras in three experiments and four 10-D runs
 regenerate: install
-	$(MAKE) --no-print-directory runs RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml
-	$(MAKE) --no-print-directory extras RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml \
+	$(MAKE) --no-print-directory runs RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml SAME_NUMERICS=1
+	$(MAKE) --no-print-directory extras RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml SAME_NUMERICS=1 \
 	  EXTRA_EXPERIMENTS="elliptic-2d parabolic-5d hyperbolic-5d"
-	$(LYSEP) run elliptic-10d --solver pinn-adam --sizes 3x20 --seeds 0 $(REGEN_FLAGS)
-	$(LYSEP) run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 $(REGEN_FLAGS)
-	$(MAKE) --no-print-directory depth RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml
+	$(LYSEP) run elliptic-10d --solver pinn-adam --sizes 3x20 --seeds 0 --same-numerics $(REGEN_FLAGS)
+	$(LYSEP) run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 --same-numerics $(REGEN_FLAGS)
+	$(MAKE) --no-print-directory depth RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml SAME_NUMERICS=1
 	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
 
 # the regenerated archive replaces the records of RESULTS (default results/paper) once it is complete and

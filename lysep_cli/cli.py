@@ -142,6 +142,8 @@ def run(
                                                   help="dask scheduler file (JSON with the address)"),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", parser=decimal_number,
                                           help="seconds to reach the scheduler"),
+    same_numerics: bool = Flag(False, "--same-numerics", help="refuse when EXPERIMENT's records under --results "
+                               "were made by other numerics (an archive kept to one numerics id)"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped."""
     from lysep_cli.execution import cluster
@@ -159,6 +161,8 @@ def run(
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
                        cluster.resolve_target(scheduler, scheduler_file), connect_timeout)
     opt.writable_dir(results, "--results")
+    if same_numerics:
+        opt.same_numerics(results, spec.name)
     code = sweep(req, typer.echo, _warn, _say, summary_lines)
     if code:
         raise typer.Exit(code)

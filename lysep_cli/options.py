@@ -177,6 +177,29 @@ def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, 
     return out
 
 
+def same_numerics(results: Path, experiment: str) -> None:
+    """``--same-numerics``: BadInput when a record of ``experiment`` under ``results`` names another
+    numerics id than this code's (or none): new runs would not be of the archive's one numerics id."""
+    import json
+    from collections import Counter
+
+    from lysep_cli.store.fingerprint import UNRECORDED, numerics_id
+    from lysep_cli.store.records import record_files
+
+    here, other = numerics_id(), Counter()
+    for path in record_files(results, [experiment]):
+        try:
+            made_by = json.loads(path.read_text()).get("versions", {}).get("numerics", UNRECORDED)
+        except (OSError, ValueError, AttributeError):
+            continue  # an unreadable record is the run's own business (it reruns or warns)
+        if made_by != here:
+            other[made_by] += 1
+    if other:
+        ids = ", ".join(f"{n} of numerics id {i}" for i, n in sorted(other.items()))
+        raise BadInput(f"--same-numerics: {results}/{experiment}/ holds records made by other numerics ({ids}); "
+                       f"this code is {here}")
+
+
 def accepted_cells(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, str, int, int]]:
     """``--accept elliptic-2d-depth:pinn-lbfgs:4x50,...`` as {(experiment, solver, L, M)}; BadInput for a
     malformed entry or an experiment / solver not chosen."""

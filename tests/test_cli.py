@@ -90,6 +90,28 @@ def test_run_skip_table(tiny):
     assert listing.exit_code == 0 and "elliptic-2d" in listing.stdout and "seeds 0-1" in listing.stdout
 
 
+def test_same_numerics_runs_on_its_own_archive_and_refuses_one_made_by_other_numerics(tiny):
+    """`lysep run --same-numerics` (make regenerate): an archive kept to one numerics id gets no run of
+    another; the refusal is one line, exit 2, before anything runs."""
+    import json
+
+    config, results = tiny
+    base = ["--config", str(config), "--results", str(results), "--solver", "pinn", "--sizes", "3x6"]
+    first = cli.invoke(app, ["run", "elliptic-2d", "--seeds", "0", "--same-numerics"] + base)
+    assert first.exit_code == 0, first.output  # an empty directory, then one of this code's records
+    second = cli.invoke(app, ["run", "elliptic-2d", "--seeds", "1", "--same-numerics"] + base)
+    assert second.exit_code == 0, second.output
+    record = results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-0.json"
+    doc = json.loads(record.read_text())
+    doc["versions"]["numerics"] = "0123456789abcdef"
+    record.write_text(json.dumps(doc))
+    before = sorted(files_under(results))
+    refused = cli.invoke(app, ["run", "elliptic-2d", "--seeds", "0-1", "--same-numerics", "--force"] + base)
+    assert refused.exit_code == 2, refused.output
+    assert "holds records made by other numerics (1 of numerics id 0123456789abcdef)" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and sorted(files_under(results)) == before
+
+
 @pytest.mark.parametrize("command", [["table"], ["table", "elliptic-2d"], ["compare"], ["compare", "elliptic-2d"],
                                      ["plot", "elliptic-2d"]])
 def test_nothing_to_show_exit_1_the_same_everywhere(tiny, command):
