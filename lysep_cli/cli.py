@@ -308,6 +308,9 @@ def status(
     check: bool = Flag(False, "--check", help="exit 1 when a listed run is missing"),
     summary: bool = Flag(False, "--summary", help="the totals only, not the table"),
     timing: bool = Flag(False, "--timing", help="the CPU-hours of the finished runs per experiment and solver"),
+    pace_from: Optional[Path] = typer.Option(None, "--pace-from", parser=path_value,
+                                             help="estimate cells with no finished run from this archive's "
+                                             "times, scaled to this directory's pace (e.g. results/paper)"),
     out: Out = None,
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
@@ -315,7 +318,7 @@ def status(
 ) -> None:
     """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
     from lysep_cli.reports.selection import load_selection, nothing_to_show
-    from lysep_cli.reports.status import archive_status, files_size, render_status, render_timing
+    from lysep_cli.reports.status import archive_status, borrow_pace, files_size, render_status, render_timing
 
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     wanted = opt.solver_filter(solver, chosen)
@@ -329,9 +332,14 @@ def status(
     if timing:
         _emit(render_timing(cells), out)
         return
+    borrowed = None
+    if pace_from is not None:
+        opt.readable_dir(pace_from, "--pace-from")
+        other = archive_status(load_selection(pace_from, chosen, iterations, _warn), chosen, wanted, None, expected)
+        borrowed = borrow_pace(cells, other, str(pace_from))
     paper = {s.name for s in chosen if s.table is not None}
     size = files_size(results, sorted({c.experiment for c in cells}), wanted)
-    _emit(render_status(cells, sel.iterations, str(results), paper, summary, size), out)
+    _emit(render_status(cells, sel.iterations, str(results), paper, summary, size, borrowed), out)
     if check and any(c.missing for c in cells):
         raise typer.Exit(1)
 

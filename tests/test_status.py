@@ -166,3 +166,43 @@ def test_timing_sums_the_recorded_cpu_time_per_experiment_and_solver(tmp_path):
     assert lines[3] == "| all | 0.20 | 0.50 | 0.70 |"
     assert "CPU-hours of 2 finished run(s)" in r.output
     assert "3 finished run(s) recorded no CPU time" in r.output  # PINN (3,6) seeds 0-2
+
+
+def test_pace_from_scales_another_archives_times_to_this_directory():
+    """A cell with no finished run takes the other archive's wall time per run of the same cell, times
+    the median ratio of this directory's pace to the other's on the cells both have finished runs of."""
+    from lysep_cli.reports.status import CellStatus, borrow_pace
+
+    here = [CellStatus("e", "pinn", 3, 6, (0, 1), done=[0, 1], pace_seconds=200.0),  # 100 s a run
+            CellStatus("e", "pinn", 3, 8, (0, 1), done=[0], pace_seconds=300.0),  # 300 s a run
+            CellStatus("e", "lysep", 3, 6, (0, 1, 2), iterations=2000, in_progress={1: 1000}),
+            CellStatus("e", "lysep", 3, 8, (0, 1))]  # not in the other archive either
+    there = [CellStatus("e", "pinn", 3, 6, (0, 1), done=[0, 1], pace_seconds=100.0),  # 50 s: here 2x slower
+             CellStatus("e", "pinn", 3, 8, (0, 1), done=[0, 1], pace_seconds=100.0),  # 50 s: here 6x slower
+             CellStatus("e", "pinn", 5, 5, (0,), done=[0], pace_seconds=1.0),  # not here: no ratio
+             CellStatus("e", "lysep", 3, 6, (0, 1, 2), done=[0, 1, 2], pace_seconds=3 * 250.0)]
+    pace = borrow_pace(here, there, "results/paper")
+    assert (pace.factor, pace.common) == (4.0, 2)  # the median of 2 and 6
+    assert here[2].borrowed == 1000.0 and here[2].estimate_left == 1000.0 * (1 + 0.5 + 1)  # seed 1 half done
+    assert here[3].borrowed is None and here[3].estimate_left != here[3].estimate_left  # NaN: no estimate
+    assert here[1].borrowed is None and here[1].estimate_left == 300.0  # its own pace wins
+    assert borrow_pace([CellStatus("e", "lysep", 3, 6, (0,))], there, "x").factor == 1.0  # nothing in common
+
+
+def test_pace_from_in_the_table_and_the_totals(tmp_path):
+    config, results = _archive(tmp_path)
+    spec = load_specs(config)["elliptic-2d"]
+    other = tmp_path / "other"
+    for seed in range(3):  # the other archive: PINN (3,6) twice as fast, LySep (3,6) at 1000 s a run
+        store(other, *synthetic_record(spec, "pinn", 3, 6, seed, J=1e-3, l2=1e-2, seconds=[1800.0, 3600.0, 900.0][seed]))
+        store(other, *synthetic_record(spec, "lysep", 3, 6, seed, J=1e-3, l2=1e-2, seconds=1000.0))
+    base = ["status", "elliptic-2d", "--config", str(config), "--results", str(results)]
+    r = cli.invoke(app, base + ["--pace-from", str(other)])
+    assert r.exit_code == 0, r.output
+    rows = _rows(r.output)
+    assert rows["LySep", "(3,6)"][3:] == ["0/3", "0-2", "–", "–", "~1.67"]  # 3 runs x 1000 s x 2
+    assert "plus about 1.67 run-hours for 3 run(s) in 1 cell(s) with no seed finished, at the pace of" in r.output
+    assert "x 2.00, this directory against it on the 1 cell(s)" in r.output
+    assert "3 run(s) in 1 cell(s) with no seed finished (no estimate)" in r.output  # LySep (2,5): not there
+    bad = cli.invoke(app, base + ["--pace-from", str(tmp_path / "nope")])
+    assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "--pace-from" in bad.output

@@ -50,6 +50,7 @@ class CellStatus:
     iterations: int = 0  # of each run (0: unknown, checkpoints not counted in the estimate)
     running: set[int] = field(default_factory=set)  # missing seeds a lysep run computes now
     queued: set[int] = field(default_factory=set)  # missing seeds a lysep run holds for later
+    borrowed: float | None = None  # seconds per run from another archive, scaled (:func:`borrow_pace`)
 
     @property
     def missing(self) -> list[int]:
@@ -65,11 +66,11 @@ class CellStatus:
         checkpoints hold; NaN with none finished."""
         if not self.missing:
             return 0.0
-        if not self.done:
+        if not self.done and self.borrowed is None:
             return float("nan")
         runs_left = sum(1.0 - (min(self.in_progress.get(s, 0) / self.iterations, 1.0) if self.iterations else 0.0)
                         for s in self.missing)  # a checkpoint at sweep k of n leaves 1 - k/n of its run
-        return runs_left * self.pace_seconds / len(self.done)
+        return runs_left * (self.pace_seconds / len(self.done) if self.done else self.borrowed)
 
 
 def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[str] | None = None,
@@ -125,6 +126,34 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
     return cells
 
 
+@dataclass(frozen=True)
+class BorrowedPace:
+    """What ``lysep status --pace-from DIR`` found: the directory, the speed factor (this directory's wall
+    seconds per run over DIR's, median over the cells with finished runs in both) and how many cells it
+    comes from (0: none in common, factor 1)."""
+
+    source: str
+    factor: float
+    common: int
+
+
+def borrow_pace(cells: list[CellStatus], other: list[CellStatus], source: str) -> BorrowedPace:
+    """Gives each cell with missing runs and none finished the pace of the same cell in ``other`` (another
+    archive's status of the same spec: its mean wall seconds per finished run), times the factor by
+    which this directory's runs were slower or faster than ``other``'s on the cells both have finished
+    runs of.  Cells ``other`` has no finished run of keep no estimate."""
+    theirs = {(c.experiment, c.solver, c.L, c.M): c.pace_seconds / len(c.done) for c in other if c.done}
+    ratios = sorted((c.pace_seconds / len(c.done)) / theirs[key] for c in cells
+                    if c.done and theirs.get(key := (c.experiment, c.solver, c.L, c.M), 0) > 0)
+    factor = (ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1]
+                                                                        + ratios[len(ratios) // 2])) if ratios else 1.0
+    for c in cells:
+        key = (c.experiment, c.solver, c.L, c.M)
+        if c.missing and not c.done and key in theirs:
+            c.borrowed = theirs[key] * factor
+    return BorrowedPace(source, factor, len(ratios))
+
+
 def machine_of(r: RunRecord) -> str:
     """"<CPU>, kernel <OpenBLAS kernel>" as the record names them ("unrecorded" in older records)."""
     return (f"{r.versions.get('machine', 'machine unrecorded')}, "
@@ -172,11 +201,14 @@ def files_size(results_dir: str | Path, experiments: list[str],
 
 
 def render_status(cells: list[CellStatus], iterations: dict[str, int], results: str, paper: set[str],
-                  summary: bool = False, size: tuple[int, int, int] | None = None) -> str:
+                  summary: bool = False, size: tuple[int, int, int] | None = None,
+                  borrowed: BorrowedPace | None = None) -> str:
     """Markdown: one row per cell, then the totals (runs, hours, what is left) and the machines; the
     totals alone with ``summary``.
 
     ``paper``: the experiments with a paper table (their PINN/LySep cells are the paper's pairs).
+    ``borrowed``: estimates of cells with no finished run taken from another archive (:func:`borrow_pace`),
+    marked "~" in the table.
     """
     counts = sorted({iterations[c.experiment] for c in cells})
     one = len(counts) == 1
@@ -193,11 +225,12 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
         lines.append(f"| {c.experiment} | " + ("" if one else f"{iterations[c.experiment]} | ")
                      + f"{display_name(c.solver)} | ({c.L},{c.M}) | {len(c.done)}/{len(c.expected)} "
                      f"| {_missing_text(c)} | {hours} | {cpu} "
-                     f"| {_hours(c.estimate_left) if c.missing else '–'} |")
+                     f"| {('~' if c.missing and not c.done and c.borrowed is not None else '') + _hours(c.estimate_left) if c.missing else '–'} |")
     pairs = [c for c in cells if c.experiment in paper and c.solver in PAPER_SOLVERS]
     done_runs = sum(len(c.done) for c in cells)
     missing = sum(len(c.missing) for c in cells)
-    guessed = [c for c in cells if c.missing and not c.done]
+    lent = [c for c in cells if c.missing and not c.done and c.borrowed is not None]
+    guessed = [c for c in cells if c.missing and not c.done and c.borrowed is None]
     left = sum(c.estimate_left for c in cells if c.missing and c.done)
     lines = [] if summary else lines + [""]
     if pairs:
@@ -215,8 +248,15 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
         text += f" ({pairs_missing} in the paper's pairs, {missing - pairs_missing} in the other cells)"
     if missing:
         parts = []
-        if len(guessed) < sum(1 for c in cells if c.missing):  # some cell with missing runs has a pace
+        if any(c.missing and c.done for c in cells):  # some cell with missing runs has a pace of its own
             parts.append(f"about {_hours(left)} run-hours at the pace of each cell's finished seeds")
+        if lent and borrowed is not None:
+            scale = (f"its wall time per run x {borrowed.factor:.2f}, this directory against it on the "
+                     f"{borrowed.common} cell(s) both have finished runs of" if borrowed.common else
+                     "its wall time per run, unscaled (no cell has finished runs in both)")
+            parts.append(f"about {_hours(sum(c.estimate_left for c in lent))} run-hours for "
+                         f"{sum(len(c.missing) for c in lent)} run(s) in {len(lent)} cell(s) with no seed finished, "
+                         f"at the pace of {borrowed.source} (~ in the table: {scale})")
         if guessed:
             parts.append(f"{sum(len(c.missing) for c in guessed)} run(s) in {len(guessed)} cell(s) with no seed "
                          "finished (no estimate)")
