@@ -180,20 +180,11 @@ def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, 
 def same_numerics(results: Path, experiment: str) -> None:
     """``--same-numerics``: BadInput when a record of ``experiment`` under ``results`` names another
     numerics id than this code's (or none): new runs would not be of the archive's one numerics id."""
-    import json
-    from collections import Counter
+    from lysep_cli.store.fingerprint import numerics_id
+    from lysep_cli.store.records import numerics_ids
 
-    from lysep_cli.store.fingerprint import UNRECORDED, numerics_id
-    from lysep_cli.store.records import record_files
-
-    here, other = numerics_id(), Counter()
-    for path in record_files(results, [experiment]):
-        try:
-            made_by = json.loads(path.read_text()).get("versions", {}).get("numerics", UNRECORDED)
-        except (OSError, ValueError, AttributeError):
-            continue  # an unreadable record is the run's own business (it reruns or warns)
-        if made_by != here:
-            other[made_by] += 1
+    here = numerics_id()
+    other = {i: n for i, n in numerics_ids(results, [experiment]).items() if i != here}
     if other:
         ids = ", ".join(f"{n} of numerics id {i}" for i, n in sorted(other.items()))
         raise BadInput(f"--same-numerics: {results}/{experiment}/ holds records made by other numerics ({ids}); "

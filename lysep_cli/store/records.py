@@ -25,6 +25,7 @@ import json
 import math
 import re
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -267,6 +268,22 @@ class Loaded:
 def record_files(results_dir: str | Path, experiments: Iterable[str] | None = None) -> list[Path]:
     """Every ``seed-*.json`` under ``results_dir`` (optionally only these experiments), sorted."""
     return ResultsDir(results_dir).record_files(list(experiments) if experiments else None)
+
+
+def numerics_ids(results_dir: str | Path, experiments: Iterable[str] | None = None) -> Counter:
+    """How many run records under ``results_dir`` each numerics id made (``versions.numerics``;
+    "unrecorded" for older records), read from the JSON alone (no weights check: seconds for an archive).
+    A file that does not parse is skipped (reading the records proper names it)."""
+    from lysep_cli.store.fingerprint import UNRECORDED
+
+    out: Counter = Counter()
+    for path in record_files(results_dir, experiments):
+        try:
+            versions = json.loads(path.read_text()).get("versions", {})
+            out[versions.get("numerics", UNRECORDED) if isinstance(versions, dict) else UNRECORDED] += 1
+        except (OSError, ValueError, AttributeError):
+            continue
+    return out
 
 
 def load_records(results_dir: str | Path, experiments: Iterable[str] | None = None) -> Loaded:
