@@ -15,6 +15,7 @@ guessed).  A missing run shows the sweep its checkpoint holds, and
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,10 +144,9 @@ def borrow_pace(cells: list[CellStatus], other: list[CellStatus], source: str) -
     which this directory's runs were slower or faster than ``other``'s on the cells both have finished
     runs of.  Cells ``other`` has no finished run of keep no estimate."""
     theirs = {(c.experiment, c.solver, c.L, c.M): c.pace_seconds / len(c.done) for c in other if c.done}
-    ratios = sorted((c.pace_seconds / len(c.done)) / theirs[key] for c in cells
-                    if c.done and theirs.get(key := (c.experiment, c.solver, c.L, c.M), 0) > 0)
-    factor = (ratios[len(ratios) // 2] if len(ratios) % 2 else 0.5 * (ratios[len(ratios) // 2 - 1]
-                                                                        + ratios[len(ratios) // 2])) if ratios else 1.0
+    ratios = [(c.pace_seconds / len(c.done)) / theirs[key] for c in cells
+              if c.done and theirs.get(key := (c.experiment, c.solver, c.L, c.M), 0) > 0]
+    factor = statistics.median(ratios) if ratios else 1.0
     for c in cells:
         key = (c.experiment, c.solver, c.L, c.M)
         if c.missing and not c.done and key in theirs:
