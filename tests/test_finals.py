@@ -35,6 +35,20 @@ def _verify(config, results, *args):
                             "--iterations", "40", *args])
 
 
+    """The finals file ``out`` with every final J tripled (a planted change), written beside it."""
+def _tripled(out, tmp_path):
+    with out.open() as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        row["J"] = repr(3 * float(row["J"]))
+    shifted = tmp_path / "shifted.csv"
+    with shifted.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, COLUMNS, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return shifted
+
+
 def test_the_finals_file_holds_every_runs_final_values_exactly(archive, tmp_path):
     config, results = archive
     out = tmp_path / "finals.csv"
@@ -58,16 +72,7 @@ def test_an_archive_agrees_with_its_own_finals_and_a_tripled_J_differs(archive, 
     r = _verify(config, results, "--against", str(out))
     assert r.exit_code == 0, r.output
     assert "agrees    elliptic-2d pinn L3-M6: n 5/5" in r.output and "1 of 1 cell(s) agree" in r.output
-    with out.open() as fh:
-        rows = list(csv.DictReader(fh))
-    for row in rows:
-        row["J"] = repr(3 * float(row["J"]))
-    shifted = tmp_path / "shifted.csv"
-    with shifted.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    r = _verify(config, results, "--against", str(shifted))
+    r = _verify(config, results, "--against", str(_tripled(out, tmp_path)))
     assert r.exit_code == 1, r.output
     assert "DIFFERS   elliptic-2d pinn L3-M6: n 5/5; J" in r.output and "0 of 1 cell(s) agree; 1 differ" in r.output
 
@@ -121,18 +126,6 @@ def test_common_seeds_compares_a_partial_archive_on_the_seeds_it_has(archive, tm
     r = _verify(config, results, "--common-seeds")
     assert r.exit_code == 2 and "--common-seeds goes with --against" in r.output
 
-
-def _tripled(out, tmp_path):
-    with out.open() as fh:
-        rows = list(csv.DictReader(fh))
-    for row in rows:
-        row["J"] = repr(3 * float(row["J"]))
-    shifted = tmp_path / "shifted.csv"
-    with shifted.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    return shifted
 
 
 def test_accept_lets_a_named_differing_cell_pass_and_fails_a_stale_one(archive, tmp_path):
