@@ -35,8 +35,8 @@ def _verify(config, results, *args):
                             "--iterations", "40", *args])
 
 
-    """The finals file ``out`` with every final J tripled (a planted change), written beside it."""
 def _tripled(out, tmp_path):
+    """The finals file ``out`` with every final J tripled (a planted change), written beside it."""
     with out.open() as fh:
         rows = list(csv.DictReader(fh))
     for row in rows:
