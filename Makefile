@@ -185,6 +185,7 @@ adopt-regen: install
 	$(LYSEP) status elliptic-2d parabolic-5d hyperbolic-5d --solver pinn-adam,pinn-lbfgs,pinn-lm --seeds 0-2 \
 	  --check --summary $(REGEN_FLAGS)
 	$(LYSEP) status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
+	$(LYSEP) status --one-numerics --summary $(REGEN_FLAGS)
 	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
 	for f in $(REGEN)/*/data.npz; do cmp $$f $(RESULTS)/$$(basename $$(dirname $$f))/data.npz || exit $$?; done
 	for d in $(REGEN)/*/*/; do \

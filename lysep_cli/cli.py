@@ -306,6 +306,8 @@ def status(
     seeds: Optional[str] = typer.Option(None, "--seeds", help="expect these seeds, e.g. 0-2 for make extras "
                                         "(default: spec)"),
     check: bool = Flag(False, "--check", help="exit 1 when a listed run is missing"),
+    one_numerics: bool = Flag(False, "--one-numerics", help="exit 1 unless the finished runs listed were all "
+                              "made by one numerics id (make adopt-regen)"),
     summary: bool = Flag(False, "--summary", help="the totals only, not the table"),
     timing: bool = Flag(False, "--timing", help="the CPU-hours of the finished runs per experiment and solver"),
     pace_from: Optional[Path] = typer.Option(None, "--pace-from", parser=path_value,
@@ -318,7 +320,8 @@ def status(
 ) -> None:
     """Seeds done and missing per (experiment, solver, size), their run time, and the time left."""
     from lysep_cli.reports.selection import load_selection, nothing_to_show
-    from lysep_cli.reports.status import archive_status, borrow_pace, files_size, render_status, render_timing
+    from lysep_cli.reports.status import (archive_status, borrow_pace, files_size, mixed_numerics, render_status,
+                                          render_timing)
 
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     wanted = opt.solver_filter(solver, chosen)
@@ -340,7 +343,10 @@ def status(
     paper = {s.name for s in chosen if s.table is not None}
     size = files_size(results, sorted({c.experiment for c in cells}), wanted)
     _emit(render_status(cells, sel.iterations, str(results), paper, summary, size, borrowed), out)
-    if check and any(c.missing for c in cells):
+    mixed = mixed_numerics(cells) if one_numerics else None
+    if mixed:
+        _warn(f"--one-numerics: {mixed}: not an archive of one numerics id")
+    if check and any(c.missing for c in cells) or mixed:
         raise typer.Exit(1)
 
 

@@ -206,3 +206,29 @@ def test_pace_from_in_the_table_and_the_totals(tmp_path):
     assert "3 run(s) in 1 cell(s) with no seed finished (no estimate)" in r.output  # LySep (2,5): not there
     bad = cli.invoke(app, base + ["--pace-from", str(tmp_path / "nope")])
     assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1 and "--pace-from" in bad.output
+
+
+def test_one_numerics_fails_on_an_archive_made_by_two_codes(tmp_path):
+    """``--one-numerics`` (make adopt-regen): the finished runs listed must name one numerics id."""
+    config = write_tiny(tmp_path, STATUS_YAML)
+    spec = load_specs(config)["elliptic-2d"]
+    results = tmp_path / "results"
+    for seed in (0, 1, 2):
+        rec, params = synthetic_record(spec, "pinn", 3, 6, seed, J=1e-3, l2=1e-2)
+        store(results, rec.with_(versions={"numerics": "aaaa"}), params)
+    base = ["status", "elliptic-2d", "--config", str(config), "--results", str(results), "--summary"]
+    r = cli.invoke(app, base + ["--one-numerics"])
+    assert r.exit_code == 0, r.output
+    assert "finished runs by numerics id (the code that computed them): aaaa: 3" in r.output
+    rec, params = synthetic_record(spec, "pinn", 2, 5, 0, J=1e-3, l2=1e-2)
+    store(results, rec.with_(versions={"numerics": "bbbb"}), params)
+    assert cli.invoke(app, base).exit_code == 0  # reported, not checked, without the flag
+    r = cli.invoke(app, base + ["--one-numerics"])
+    assert r.exit_code == 1
+    assert "2 numerics ids (3 by aaaa, 1 by bbbb): not an archive of one numerics id" in r.output
+    r = cli.invoke(app, base + ["--one-numerics", "--solver", "lysep"])  # no finished run listed: nothing mixed
+    assert r.exit_code == 0, r.output
+    rec, params = synthetic_record(spec, "lysep", 3, 6, 0, J=1e-3, l2=1e-2)
+    store(results, rec, params)  # a record older than the id
+    r = cli.invoke(app, base + ["--one-numerics", "--solver", "lysep"])
+    assert r.exit_code == 1 and "1 finished run(s) record no numerics id" in r.output

@@ -23,6 +23,7 @@ from pathlib import Path
 from lysep_cli.reports.selection import Selection, display_name, solver_key
 from lysep_cli.specs import ExperimentSpec, seed_ranges
 from lysep_cli.store.checkpoint import checkpoint_path, saved_sweeps
+from lysep_cli.store.fingerprint import UNRECORDED
 from lysep_cli.store.locks import held_by_others
 from lysep_cli.store.records import cell_dir, file_bytes, record_files
 from lysep_cli.store.schema import RunRecord
@@ -47,6 +48,7 @@ class CellStatus:
     cpu_seconds: float = 0.0  # CPU seconds of the finished runs that recorded them, summed
     n_cpu: int = 0  # finished runs that recorded their CPU time
     machines: Counter = field(default_factory=Counter)  # finished runs per (machine, BLAS kernel)
+    numerics: Counter = field(default_factory=Counter)  # finished runs per numerics id, copies included
     in_progress: dict[int, int] = field(default_factory=dict)  # missing seed -> sweeps its checkpoint holds
     iterations: int = 0  # of each run (0: unknown, checkpoints not counted in the estimate)
     running: set[int] = field(default_factory=set)  # missing seeds a lysep run computes now
@@ -106,6 +108,7 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
                         continue
                     cell.done.append(r.seed)
                     cell.pace_seconds += float(r.seconds)
+                    cell.numerics[r.versions.get("numerics", UNRECORDED)] += 1
                     if r.diagnostics.get("copied_from"):
                         cell.copied += 1
                         continue
@@ -270,7 +273,28 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
     if machines:
         lines.append("- finished runs by machine and BLAS kernel: "
                      + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())))
+    numerics = numerics_ids(cells)
+    if numerics:
+        lines.append("- finished runs by numerics id (the code that computed them): "
+                     + "; ".join(f"{k}: {n}" for k, n in sorted(numerics.items())))
     return "\n".join(lines) + "\n"
+
+
+def numerics_ids(cells: list[CellStatus]) -> Counter:
+    """Finished runs per numerics id over ``cells`` ("unrecorded" for records older than the id)."""
+    return sum((c.numerics for c in cells), Counter())
+
+
+def mixed_numerics(cells: list[CellStatus]) -> str | None:
+    """Why the finished runs of ``cells`` are not of one numerics id (more than one, or a record that
+    names none), or None when they are (or there are none): ``lysep status --one-numerics``."""
+    ids = numerics_ids(cells)
+    if UNRECORDED in ids:
+        return f"{ids[UNRECORDED]} finished run(s) record no numerics id"
+    if len(ids) > 1:
+        return ("the finished runs were made by " + str(len(ids)) + " numerics ids ("
+                + ", ".join(f"{n} by {k}" for k, n in sorted(ids.items())) + ")")
+    return None
 
 
 def render_timing(cells: list[CellStatus]) -> str:
