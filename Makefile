@@ -186,6 +186,8 @@ adopt-regen: install
 	  --check --summary $(REGEN_FLAGS)
 	$(LYSEP) status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
 	$(LYSEP) status --one-numerics --summary $(REGEN_FLAGS)
+	$(LYSEP) verify --sample 2 --cheapest $(REGEN_FLAGS)
+	$(LYSEP) verify --sample 1 --cheapest --solver lysep $(REGEN_FLAGS)
 	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
 	for f in $(REGEN)/*/data.npz; do cmp $$f $(RESULTS)/$$(basename $$(dirname $$f))/data.npz || exit $$?; done
 	for d in $(REGEN)/*/*/; do \
