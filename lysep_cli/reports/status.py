@@ -273,22 +273,23 @@ def render_status(cells: list[CellStatus], iterations: dict[str, int], results: 
     if machines:
         lines.append("- finished runs by machine and BLAS kernel: "
                      + "; ".join(f"{k}: {n}" for k, n in sorted(machines.items())))
-    numerics = numerics_ids(cells)
+    numerics = runs_by_numerics(cells)
     if numerics:
         lines.append("- finished runs by numerics id (the code that computed them): "
                      + "; ".join(f"{k}: {n}" for k, n in sorted(numerics.items())))
     return "\n".join(lines) + "\n"
 
 
-def numerics_ids(cells: list[CellStatus]) -> Counter:
-    """Finished runs per numerics id over ``cells`` ("unrecorded" for records older than the id)."""
+def runs_by_numerics(cells: list[CellStatus]) -> Counter:
+    """Finished runs per numerics id over ``cells`` ("unrecorded" for records older than the id); the
+    listed runs only, where :func:`lysep_cli.store.records.numerics_ids` counts every record file."""
     return sum((c.numerics for c in cells), Counter())
 
 
 def mixed_numerics(cells: list[CellStatus]) -> str | None:
     """Why the finished runs of ``cells`` are not of one numerics id (more than one, or a record that
     names none), or None when they are (or there are none): ``lysep status --one-numerics``."""
-    ids = numerics_ids(cells)
+    ids = runs_by_numerics(cells)
     if UNRECORDED in ids:
         return f"{ids[UNRECORDED]} finished run(s) record no numerics id"
     if len(ids) > 1:
