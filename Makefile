@@ -186,6 +186,8 @@ adopt-regen: install
 	  --check --summary $(REGEN_FLAGS)
 	$(LYSEP) status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
 	$(LYSEP) status --one-numerics --summary $(REGEN_FLAGS)
+	@for f in $(RESULTS)/*/*/*/seed-*.json; do r=$${f#$(RESULTS)/}; test -f $(REGEN)/$$r || \
+	  { echo "adopt-regen: $(REGEN)/ lacks $$r, which $(RESULTS)/ holds"; exit 1; }; done
 	$(LYSEP) verify --sample 2 --cheapest $(REGEN_FLAGS)
 	$(LYSEP) verify --sample 1 --cheapest --solver lysep $(REGEN_FLAGS)
 	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
@@ -194,3 +196,4 @@ adopt-regen: install
 	  e=$$(basename $$(dirname $$d)); s=$$(basename $$d); \
 	  rm -rf $(RESULTS)/$$e/$$s && mkdir -p $(RESULTS)/$$e && mv $$d $(RESULTS)/$$e/$$s || exit $$?; \
 	done
+	$(LYSEP) status --one-numerics --summary --results $(RESULTS)
