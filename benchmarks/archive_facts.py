@@ -77,7 +77,7 @@ def facts(results: Path) -> str:
                 if paper.get("J"):
                     line.append(f"; paper J {f(paper['J'][0])} ± {f(paper['J'][1])} (ratio {f(J.mean() / paper['J'][0])}), "
                                 f"paper l2 {f(paper['l2'][0])} ± {f(paper['l2'][1])} (ratio {f(l2.mean() / paper['l2'][0])})")
-                line.append(f"; seconds/run {f(np.mean([r.seconds for r in recs]))}")
+                line.append(f"; CPU s/run {f(np.mean([r.compute_seconds for r in recs]))}")
                 out.append("".join(line))
                 if solver == "lysep":
                     JS = np.array([r.final.J_S for r in ok])
@@ -116,7 +116,7 @@ def facts(results: Path) -> str:
                 out += [f"### rfm at its default ({L},{M})", "",
                         f"- **rfm** ({len(recs)} ok): J {stats(np.array([r.final.J for r in recs]))}; "
                         f"l2 {stats(np.array([r.final.l2 for r in recs]))}; "
-                        f"seconds/run {f(np.mean([r.seconds for r in recs]))}", ""]
+                        f"CPU s/run {f(np.mean([r.compute_seconds for r in recs]))}", ""]
     out += one_outlier_readings(results, specs)
     return "\n".join(out) + "\n"
 

@@ -3,8 +3,9 @@
 benchmarks/results/rfm_study.csv (mean over its 3 seeds) whose mean l2 test error is at most that
 archived cell's mean l2, with its seconds per run beside the archived cell's.
 
-Seconds: wall seconds of one run, one BLAS thread; the archive's were recorded when its runs were made
-(on this project's 2-core machines, with other runs beside them), the study's on this machine.
+Seconds of one run, one BLAS thread: the archive's are each record's CPU seconds (its wall seconds where
+it holds none; RunRecord.compute_seconds), recorded when its runs were made (on this project's 2-core
+machines, with other runs beside them); the study's are wall seconds on this machine.
 
     python benchmarks/rfm_equal_accuracy.py > benchmarks/results/rfm_equal_accuracy.md
 """
@@ -52,7 +53,7 @@ def main(results: str = "results/paper") -> None:
             cells[(r.solver, r.L, r.M)].append(r)
         for (solver, L, M), rs in sorted(cells.items()):
             l2 = float(np.mean([r.final.l2 for r in rs]))
-            secs = float(np.mean([r.seconds for r in rs]))
+            secs = float(np.mean([r.compute_seconds for r in rs]))
             ok = [g for g in grid.get(exp, []) if g[2] <= l2]
             if not ok:
                 print(f"| {exp} | {solver} ({L},{M}) | {l2:.2e} | {secs:.3g} | none in the grid | | | |")

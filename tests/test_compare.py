@@ -266,3 +266,23 @@ def test_headline_is_markdown_only_and_cli_prints_it(results):
     assert "| 1: elliptic-2d |" in r.output
     r = cli.invoke(app, ["compare", EXP, "--headline", "--format", "latex", "--results", str(root)])
     assert r.exit_code == 2 and "Markdown only" in r.output
+
+
+def test_run_time_is_cpu_time_where_recorded(tmp_path):
+    """A run paused for minutes (wall 100 s, CPU 2 s) counts its CPU seconds; a record without CPU time
+    (older records) its wall seconds; 's / run' of the models list is their mean."""
+    from lysep_cli.reports.selection import aggregate
+
+    root = tmp_path / "results"
+    spec = SPECS["elliptic-10d"]
+    paused, p0 = synthetic_record(spec, "rfls", 3, 20, 0, J=1e-9, l2=1e-4, seconds=100.0,
+                                  diagnostics={"cpu_seconds": 2.0})
+    older, p1 = synthetic_record(spec, "rfls", 3, 20, 1, J=1e-9, l2=1e-4, seconds=3.0)
+    bad_cpu = older.with_(diagnostics={"cpu_seconds": float("nan")})
+    assert (paused.compute_seconds, older.compute_seconds, bad_cpu.compute_seconds) == (2.0, 3.0, 3.0)
+    store(root, paused, p0)
+    store(root, older, p1)
+    row = aggregate(load_records(root, ["elliptic-10d"]).records).iloc[0]
+    assert row.seconds_mean == pytest.approx(2.5)
+    md = render_comparison(comparison(root, ["elliptic-10d"], spec.iterations), ["elliptic-10d"], "markdown")
+    assert "| (3,20) | rfls † |" in md and "| 2.5 |" in md and "CPU seconds of one run" in md

@@ -401,7 +401,7 @@ def _every_solver(selection: Selection, experiment: str, f: "_Fmt") -> list[str]
             for r in df.itertuples(index=False)]
     header = ["(L,M)", "Model", "J", "ℓ2 error" if not f.latex else r"$\ell_2$ error", "n", "s / run"]
     intro = ("Every model run, the paper's and beyond († not in the paper), best mean ℓ2 first; s / run: mean "
-             "wall seconds of one run (one BLAS thread):")
+             "CPU seconds of one run (one BLAS thread; wall seconds for records that hold no CPU time):")
     return [f.text(intro), ""] + f.table(header, rows, "llrrrr") + [""]
 
 

@@ -63,7 +63,7 @@ def depth_summary(recs: list[RunRecord], spec: ExperimentSpec, results_dir: str 
             "l2_median": _median([r.final.l2 for r in ok]),
             "J1_median": _median([r.diagnostics.get("J_after_first_W3_solve", float("nan")) for r in ok]),
             "moves": [float(np.median(moves[:, l])) for l in range(L - 1)] if len(ok) else [],
-            "seconds_per_iteration": _median([r.seconds / max(1, r.iterations_done) for r in ok]),
+            "seconds_per_iteration": _median([r.compute_seconds / max(1, r.iterations_done) for r in ok]),
             "violations": (sum(bound_violations(r.bound) for r in rs)
                            if any(r.bound for r in rs) else None),
         })
@@ -93,6 +93,7 @@ def render_depth_markdown(df: pd.DataFrame, spec: ExperimentSpec, iterations: in
             f"| {row.seconds_per_iteration:.3g} | {_count(row.violations)} |")
     lines += ["", "- J mean ± std: the sample std over the seeds (divides by N − 1; one seed: the mean alone).",
               "- move: median over seeds of ‖W_l − W_l⁰‖/‖W_l⁰‖ (W_l⁰ the seeded start), l = 1 … L−1.",
-              "- J1: LySep's J after the first output solve (end of sweep 1); s / iteration: recorded run "
-              "time over iterations done (one BLAS thread; rfls does one solve: its time per run)."]
+              "- J1: LySep's J after the first output solve (end of sweep 1); s / iteration: recorded CPU "
+              "time (wall time where a record holds none) over iterations done (one BLAS thread; rfls does one "
+              "solve: its time per run)."]
     return "\n".join(lines) + "\n"

@@ -224,7 +224,8 @@ def aggregate(records: list[RunRecord]) -> pd.DataFrame:
 
     Columns: n_runs (records), n_seeds (runs with status "ok", the ones aggregated), n_diverged,
     J_S_mean, J_S_std, J_mean, J_std, l2_mean, l2_std (mean and sample std, :func:`sample_std`, over
-    the ok runs; NaN when none, or when the solver has no J_S; the std is NaN for one ok run), seconds_mean (all runs), iterations (the common count,
+    the ok runs; NaN when none, or when the solver has no J_S; the std is NaN for one ok run), seconds_mean (all
+    runs: each run's :attr:`RunRecord.compute_seconds`, CPU seconds where recorded), iterations (the common count,
     -1 when mixed).
     """
     if not records:
@@ -232,7 +233,7 @@ def aggregate(records: list[RunRecord]) -> pd.DataFrame:
     flat = pd.DataFrame([{
         "experiment": r.experiment, "L": r.L, "M": r.M, "solver": r.solver, "ok": r.ok,
         "J": _float(r.final.J), "J_S": _float(r.final.J_S), "l2": _float(r.final.l2),
-        "seconds": float(r.seconds), "iterations": r.iterations,
+        "seconds": r.compute_seconds, "iterations": r.iterations,
     } for r in records])
     rows = []
     for (exp, L, M, solver), g in flat.groupby(["experiment", "L", "M", "solver"], sort=True):

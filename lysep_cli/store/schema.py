@@ -104,6 +104,16 @@ class RunRecord:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def compute_seconds(self) -> float:
+        """The run's own time: its CPU seconds where the record holds them (``diagnostics.cpu_seconds``;
+        one BLAS thread per run, so a run that was paused or waited for a core is not charged for it),
+        else its wall ``seconds`` (records made before CPU time was recorded)."""
+        cpu = self.diagnostics.get("cpu_seconds")
+        if isinstance(cpu, (int, float)) and math.isfinite(cpu) and cpu > 0:
+            return float(cpu)
+        return float(self.seconds)
+
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types (non-finite numbers as None)."""
         return jsonable(dataclasses.asdict(self))
