@@ -136,12 +136,11 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
 
 
 def estimated_hours(todo: list[RunKey], spec: ExperimentSpec, results: Path) -> float | None:
-    """Hours of run time (one run at a time) of ``todo`` at the pace of existing records of the same (solver, L, M) under
-    ``results``, from their CPU time where recorded (:attr:`RunRecord.compute_seconds`: a record of a run that was
-    paused would overstate it) (None when no such record exists)."""
+    """Hours of run time (wall, one run at a time) of ``todo`` at the pace of existing records of the same (solver, L, M) under
+    ``results`` (None when no such record exists)."""
     pace: dict[tuple[str, int, int], float] = {}
     for r in records.load_records(results, [spec.name]).records:
-        pace.setdefault((r.solver, r.L, r.M), r.compute_seconds * spec.iterations / max(r.iterations, 1))
+        pace.setdefault((r.solver, r.L, r.M), r.seconds * spec.iterations / max(r.iterations, 1))
     known = [pace[(k.solver, k.L, k.M)] for k in todo if (k.solver, k.L, k.M) in pace]
     return sum(known) / 3600 if known else None
 
