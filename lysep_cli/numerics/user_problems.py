@@ -9,6 +9,9 @@ lysep_cli/numerics/expressions.py), sympy derives grad c, grad u, the Laplacian,
 right-hand side, and compiles each to NumPy once per problem; the boundary factor of the box is
 prod_i x_i (1 - x_i) (times t, t^2 as for the ball).  :func:`build_problem` also checks, on sampled points,
 that c > 0 on the domain and that u meets the boundary and initial conditions (:data:`BC_TOLERANCE`).
+
+sympy (a second and tens of MB to import) and the formula parser are imported where a problem is built,
+not with this module: a process that runs only the paper's problems, or prints help, never loads them.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ import hashlib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
-import sympy
 
-from lysep_cli.numerics.expressions import ExpressionError, compile_expression, parse, variables
 from lysep_cli.numerics.problems import BoundaryFactor, Problem, SpatialCoefficient
 from lysep_cli.numerics.sampling import boundary_points, domain_points
+
+if TYPE_CHECKING:
+    import sympy
 
 PDES = ("elliptic", "parabolic", "hyperbolic")
 DOMAINS = ("ball", "box")
@@ -67,6 +71,8 @@ class ProblemError(ValueError):
 
 
 def _parse(spec: ProblemSpec, field: str, text: str, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
+    from lysep_cli.numerics.expressions import ExpressionError, parse
+
     try:
         return parse(text, allowed)
     except ExpressionError as exc:
@@ -76,6 +82,10 @@ def _parse(spec: ProblemSpec, field: str, text: str, allowed: dict[str, sympy.Sy
 @lru_cache(maxsize=16)
 def build_problem(spec: ProblemSpec) -> Problem:
     """The :class:`Problem` of ``spec``: formulas differentiated by sympy and compiled; checked."""
+    import sympy
+
+    from lysep_cli.numerics.expressions import compile_expression, variables
+
     time = spec.time_dependent
     names = variables(spec.d, time)
     xs = [names[f"x{i}"] for i in range(1, spec.d + 1)]
@@ -108,6 +118,10 @@ def build_problem(spec: ProblemSpec) -> Problem:
 
 
 def _box_factor(xs: list[sympy.Symbol]) -> BoundaryFactor:
+    import sympy
+
+    from lysep_cli.numerics.expressions import compile_expression
+
     g = sympy.Mul(*[x * (1 - x) for x in xs])
     return BoundaryFactor(compile_expression(g, xs),
                           _stacked([sympy.diff(g, x) for x in xs], xs),
@@ -115,6 +129,8 @@ def _box_factor(xs: list[sympy.Symbol]) -> BoundaryFactor:
 
 
 def _stacked(exprs: list[sympy.Expr], symbols: list[sympy.Symbol]):
+    from lysep_cli.numerics.expressions import compile_expression
+
     parts = [compile_expression(e, symbols) for e in exprs]
     return lambda Z: np.stack([p(Z) for p in parts])
 
@@ -122,6 +138,8 @@ def _stacked(exprs: list[sympy.Expr], symbols: list[sympy.Symbol]):
 def _rhs_only(spec: ProblemSpec, c: sympy.Expr, grad_c: list[sympy.Expr], f: sympy.Expr,
               xs: list[sympy.Symbol], order: list[sympy.Symbol]) -> Problem:
     """A problem given by c and its right-hand side: no exact solution (no l2 error); c > 0 checked."""
+    from lysep_cli.numerics.expressions import compile_expression
+
     coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
     problem = Problem(spec.name, spec.pde, spec.d, coefficient, None, None, None,  # type: ignore[arg-type]
                       factor=_box_factor(xs) if spec.domain == "box" else None,

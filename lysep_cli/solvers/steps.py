@@ -72,6 +72,9 @@ class Backtracking:
     2, 4, ... up to ``backoff_max`` while the grown trials keep failing, and k goes back to 1 once a
     grown trial is accepted.  The accepted steps are the same as without it as long as growing would have
     been rejected; a step that could have grown does so up to ``backoff_max`` steps later.
+
+    A rejected trial's payload (LySep: the trial's state and residuals, (n_in, M, N) arrays among them) is
+    dropped before the next trial is built, so at most one trial's arrays live beside the current state's.
     """
 
     tau: float
@@ -111,6 +114,7 @@ class Backtracking:
                 self.last = t
                 self.tau = t * self.grow
                 return J, payload, t
+            payload = None  # rejected: release its arrays before the next trial makes its own
             if probing and i == 0:  # the grown step failed: hold the next steps at the last accepted one
                 self.skip = self.backoff
                 self.backoff = min(2 * self.backoff, self.backoff_max)
