@@ -179,12 +179,13 @@ def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, 
 
 def same_numerics(results: Path, experiment: str) -> None:
     """``--same-numerics``: BadInput when a record of ``experiment`` under ``results`` names another
-    numerics id than this code's (or none): new runs would not be of the archive's one numerics id."""
-    from lysep_cli.store.fingerprint import numerics_id
+    numerics id than this code's (or none), unless that id is declared of the same bits
+    (:data:`~lysep_cli.store.fingerprint.SAME_BITS_AS`): new runs would not give the archive's bits."""
+    from lysep_cli.store.fingerprint import bits_of, numerics_id
     from lysep_cli.store.records import numerics_ids
 
     here = numerics_id()
-    other = {i: n for i, n in numerics_ids(results, [experiment]).items() if i != here}
+    other = {i: n for i, n in numerics_ids(results, [experiment]).items() if bits_of(i) != bits_of(here)}
     if other:
         ids = ", ".join(f"{n} of numerics id {i}" for i, n in sorted(other.items()))
         raise BadInput(f"--same-numerics: {results}/{experiment}/ holds records made by other numerics ({ids}); "

@@ -112,6 +112,28 @@ def test_same_numerics_runs_on_its_own_archive_and_refuses_one_made_by_other_num
     assert len(refused.stderr.strip().splitlines()) == 1 and sorted(files_under(results)) == before
 
 
+def test_same_numerics_accepts_records_of_an_id_declared_of_the_same_bits(tiny, monkeypatch):
+    """A code change that keeps every bit (fingerprint.SAME_BITS_AS: this code's id -> the archive's)
+    may add runs to the archive under --same-numerics; without the declaration it may not."""
+    import json
+
+    from lysep_cli.store import fingerprint
+
+    config, results = tiny
+    base = ["--config", str(config), "--results", str(results), "--solver", "pinn", "--sizes", "3x6"]
+    assert cli.invoke(app, ["run", "elliptic-2d", "--seeds", "0"] + base).exit_code == 0
+    record = results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-0.json"
+    doc = json.loads(record.read_text())
+    doc["versions"]["numerics"] = "0123456789abcdef"  # the archive's code, before a bit-preserving edit
+    record.write_text(json.dumps(doc))
+    refused = cli.invoke(app, ["run", "elliptic-2d", "--seeds", "1", "--same-numerics"] + base)
+    assert refused.exit_code == 2, refused.output
+    monkeypatch.setattr(fingerprint, "SAME_BITS_AS", {fingerprint.numerics_id(): "0123456789abcdef"})
+    accepted = cli.invoke(app, ["run", "elliptic-2d", "--seeds", "1", "--same-numerics"] + base)
+    assert accepted.exit_code == 0, accepted.output
+    assert (results / "elliptic-2d" / "pinn" / "L3-M6" / "seed-1.json").exists()
+
+
 @pytest.mark.parametrize("command", [["table"], ["table", "elliptic-2d"], ["compare"], ["compare", "elliptic-2d"],
                                      ["plot", "elliptic-2d"]])
 def test_nothing_to_show_exit_1_the_same_everywhere(tiny, command):

@@ -108,6 +108,25 @@ def test_fingerprint_keys_and_comparison():
     assert "numerics: unrecorded -> " + here["numerics"] in fingerprint.differing(old, here)
 
 
+def test_a_numerics_id_declared_of_the_same_bits_is_the_same_platform(monkeypatch):
+    """fingerprint.SAME_BITS_AS: a record of the earlier id is judged at the exact level by the later code
+    (so one differing bit fails it); an undeclared id, or a declaration the other way round, is not."""
+    here = fingerprint.fingerprint()
+    earlier = {**here, "numerics": "0123456789abcdef"}
+    assert not fingerprint.same_platform(earlier, here)
+    monkeypatch.setattr(fingerprint, "SAME_BITS_AS", {here["numerics"]: "0123456789abcdef"})
+    assert fingerprint.same_platform(earlier, here) and fingerprint.same_platform(here, earlier)
+    assert not fingerprint.same_platform({**here, "numerics": "fedcba9876543210"}, here)
+    assert fingerprint.bits_of("c", {"c": "b", "b": "a"}) == "a"  # a chain of bit-preserving edits
+    assert fingerprint.bits_of("a", {"a": "b", "b": "a"}) in ("a", "b")  # a loop ends
+
+
+def test_the_declared_same_bits_ids_are_well_formed():
+    for later, earlier in fingerprint.SAME_BITS_AS.items():
+        assert later != earlier and len(later) == len(earlier) == 16
+        int(later, 16), int(earlier, 16)
+
+
 # ---------------------------------------------------------------------------------------------
 # The per-run tolerance rule.
 

@@ -32,6 +32,15 @@ NUMERIC_SOURCES = ("numerics/*.py", "solvers/*.py", "solvers/lysep/*.py")
 EXACT_KEYS = ("numerics", "numpy_simd", "blas", "blas_core", "numpy", "scipy", "python")
 UNRECORDED = "unrecorded"
 
+#: numerics ids of code changed without changing a bit, each mapped to the earlier id whose bits it keeps
+#: ({later id: earlier id}). Each claim was measured when the change was made (docs/reproducibility.md,
+#: "Same bits, new numerics id"), and every `lysep verify` at the exact level checks it again: it reruns
+#: records of the earlier id with today's code and fails on one differing bit.
+SAME_BITS_AS: dict[str, str] = {
+    # lazy SymPy / scipy.stats imports, Halton draws of at most 2^16, rejected trials released (2026-11-28)
+    "d3dec26e99c7113f": "fa2a8cc33a91c967",
+}
+
 
 @lru_cache(maxsize=1)
 def numerics_id() -> str:
@@ -43,6 +52,17 @@ def numerics_id() -> str:
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+def bits_of(numerics: str, same_bits_as: Mapping[str, str] | None = None) -> str:
+    """The numerics id whose bits code of id ``numerics`` gives: the last id of its chain through
+    ``same_bits_as`` (default :data:`SAME_BITS_AS`), or ``numerics`` itself."""
+    chain = SAME_BITS_AS if same_bits_as is None else same_bits_as
+    seen = {numerics}
+    while numerics in chain and chain[numerics] not in seen:
+        numerics = chain[numerics]
+        seen.add(numerics)
+    return numerics
 
 
 def numpy_simd() -> str:
@@ -89,5 +109,11 @@ def differing(old: Mapping[str, str], new: Mapping[str, str],
 
 
 def same_platform(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
-    """Whether every key of :data:`EXACT_KEYS` is recorded on both and equal: bits must then agree."""
-    return all(key in old and key in new and old[key] == new[key] for key in EXACT_KEYS)
+    """Whether every key of :data:`EXACT_KEYS` is recorded on both and equal (numerics ids: equal or of
+    the same bits, :func:`bits_of`): bits must then agree."""
+    def same(key: str) -> bool:
+        if key == "numerics":
+            return bits_of(old[key]) == bits_of(new[key])
+        return old[key] == new[key]
+
+    return all(key in old and key in new and same(key) for key in EXACT_KEYS)
