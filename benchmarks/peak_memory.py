@@ -48,9 +48,9 @@ def child(impl: str, variant: str, experiment: str, L: int, M: int, solver: str,
 
         return {"imports_mb": before, "peak_mb": peak()}
     if variant == "numpy-sigma":  # the NumPy paths of σ and the fit matrix (same bits, no numba)
-        from lysep_cli.numerics import channels, sincos
+        from lysep_cli.numerics import sincos
 
-        sincos.NUMBA_FROM = channels.NUMBA_FROM = 1 << 62
+        sincos.NUMBA_FROM = 1 << 62
     try:
         from lysep_cli.execution import runner
     except ImportError:  # a peer from before the package's layers (e.g. 42e5322): lysep_cli/runner.py

@@ -283,3 +283,12 @@ def test_a_record_of_a_newer_schema_is_never_overwritten_without_force(tmp_path,
     assert json_path.read_bytes() == before
     r = cli.invoke(app, args + ["--force"])
     assert r.exit_code == 0 and json.loads(json_path.read_text())["schema"] == 3
+
+
+def test_each_run_sets_whether_it_uses_numba_from_its_size(specs, monkeypatch):
+    """runner.execute asks sincos.numba_for_run once per run, with M × N_train."""
+    spec = specs["elliptic-2d"]
+    asked = []
+    monkeypatch.setattr(runner, "numba_for_run", lambda values: asked.append(values) or True)
+    runner.execute(spec, runner.RunKey("pinn", 3, 5, 0), 2)
+    assert asked == [5 * spec.n_train]

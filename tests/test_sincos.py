@@ -59,3 +59,24 @@ def test_sigma_and_its_derivatives_come_from_the_same_evaluation():
     assert np.array_equal(v.s2, -s) and np.array_equal(v.s3, -c)
     for k, want in enumerate((s, c, -s, -c)):
         assert np.array_equal(SIGMA.derivative(a, k), want)
+
+
+def test_a_run_too_large_for_numba_takes_the_numpy_paths_with_the_same_bits(monkeypatch):
+    """numba_for_run: above NUMBA_UP_TO values per (M, N_train) array the run never calls a numba kernel
+    (σ here; the fit matrix asks the same numba_wanted), and σ keeps its bits."""
+    x = np.random.default_rng(2).normal(0.0, 20.0, (64, 300))
+    s_kernel, c_kernel = sc.sincos(x)
+    try:
+        assert sc.numba_for_run(sc.NUMBA_UP_TO) and sc.numba_wanted(x.size)
+        assert not sc.numba_for_run(sc.NUMBA_UP_TO + 1) and not sc.numba_wanted(x.size)
+
+        def no_kernel():
+            raise AssertionError("a numba kernel was asked for in a run too large for numba")
+
+        monkeypatch.setattr(sc, "_kernel", no_kernel)
+        s, c = sc.sincos(x)
+        assert np.array_equal(s.view(np.int64), s_kernel.view(np.int64))
+        assert np.array_equal(c.view(np.int64), c_kernel.view(np.int64))
+    finally:
+        sc.numba_for_run(0)
+    assert sc.numba_wanted(x.size)

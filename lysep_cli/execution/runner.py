@@ -31,6 +31,7 @@ from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, relative_l2
 from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.sincos import numba_for_run
 from lysep_cli.solvers import solver_def
 from lysep_cli.solvers.base import copy_params, diverged
 from lysep_cli.specs import ExperimentSpec
@@ -92,6 +93,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
     settings = spec.solvers[key.solver]
     solve = solver_def(key.solver).solve
     params0 = network.init_params(problem.n_in, key.L, key.M, key.seed)
+    numba_for_run(key.M * spec.n_train)  # numba's kernels where they pay (the same bits either way)
     ckpt = None if results_dir is None else _checkpoint(spec, key, iterations, results_dir, data.sha256)
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):

@@ -43,7 +43,7 @@ import numpy as np
 from lysep_cli.numerics import fused as fused_engine
 from lysep_cli.numerics.activation import SIGMA, SigmaValues
 from lysep_cli.numerics.problems import OperatorCoefficients
-from lysep_cli.numerics.sincos import NUMBA_FROM
+from lysep_cli.numerics.sincos import numba_wanted
 
 
 @dataclass(frozen=True)
@@ -250,7 +250,7 @@ def fit_matrix(last: Layer, plan: ChannelPlan, *, fused: bool = True) -> Fit:
     """B of `eq:GD_W3` at the last hidden layer (a general layer: see :func:`materialise`).  Large layers
     take the fused kernel (lysep_cli/numerics/fused.py): the same bits in one pass."""
     s, d = last.sig, last.d
-    kernel = fused_engine.fit_sums_kernel() if fused and last.a.size >= NUMBA_FROM else None
+    kernel = fused_engine.fit_sums_kernel() if fused and numba_wanted(last.a.size) else None
     if kernel is not None:
         B, U, V = np.empty_like(last.a), np.empty_like(last.a), np.empty_like(last.a)
         gflat, gstart = fused_engine.group_index(plan.groups)

@@ -36,6 +36,24 @@ LIMIT = 1.0e5
 #: arrays smaller than this take the NumPy path (same bits): a process that only ever evaluates small
 #: networks (the tests' tiny ones, a CLI report) never pays numba's import and cache load (~0.8 s)
 NUMBA_FROM = 4096
+#: a run whose (M, N_train) arrays hold more values than this takes the NumPy paths too (same bits): there
+#: the products dominate a sweep, numba buys nothing measurable (elliptic-10d (3,150): 0.99x the time per
+#: LySep sweep), and importing it and loading its kernels costs ~100 MB of peak memory (docs/engine.md)
+NUMBA_UP_TO = 2**18
+_RUN_USES_NUMBA = [True]
+
+
+def numba_for_run(values: int) -> bool:
+    """Sets whether this process's run uses the numba kernels, from the size of its (M, N_train) arrays:
+    ``values <= NUMBA_UP_TO``.  The runner calls it once per run; the bits do not depend on it."""
+    _RUN_USES_NUMBA[0] = values <= NUMBA_UP_TO
+    return _RUN_USES_NUMBA[0]
+
+
+def numba_wanted(size: int) -> bool:
+    """Whether an array of ``size`` values takes a numba kernel: NUMBA_FROM or more, in a run that uses
+    numba (:func:`numba_for_run`)."""
+    return size >= NUMBA_FROM and _RUN_USES_NUMBA[0]
 
 
 def _reduced(x):
@@ -90,9 +108,10 @@ def _kernel():
 
 def sincos(x: np.ndarray, *, use_numba: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(sin x, cos x), each of x's shape, float64.  The same bits with or without numba (arrays of
-    NUMBA_FROM values or more run the compiled kernel when ``use_numba``)."""
+    NUMBA_FROM values or more run the compiled kernel when ``use_numba``, unless the run is too large for
+    numba to pay: :func:`numba_for_run`)."""
     x = np.asarray(x, dtype=np.float64)
-    kernel = _kernel() if use_numba and x.size >= NUMBA_FROM else None
+    kernel = _kernel() if use_numba and numba_wanted(x.size) else None
     if kernel is not None:
         flat = np.ascontiguousarray(x).reshape(-1)
         sin, cos = np.empty_like(flat), np.empty_like(flat)
