@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -286,9 +287,14 @@ def test_a_record_of_a_newer_schema_is_never_overwritten_without_force(tmp_path,
 
 
 def test_each_run_sets_whether_it_uses_numba_from_its_size(specs, monkeypatch):
-    """runner.execute asks sincos.numba_for_run once per run, with M × N_train."""
-    spec = specs["elliptic-2d"]
+    """runner.execute asks sincos.numba_for_run once per run, with M × N_train and its solver's bound
+    (LySep's; none for PINN, which keeps the kernels at every size)."""
+    paper = load_specs(Path(__file__).resolve().parents[1] / "experiments.yaml")
+    spec = paper["elliptic-2d"]
     asked = []
-    monkeypatch.setattr(runner, "numba_for_run", lambda values: asked.append(values) or True)
+    monkeypatch.setattr(runner, "numba_for_run", lambda values, up_to: asked.append((values, up_to)) or True)
     runner.execute(spec, runner.RunKey("pinn", 3, 5, 0), 2)
-    assert asked == [5 * spec.n_train]
+    runner.execute(spec, runner.RunKey("lysep", 3, 5, 0), 2)
+    assert asked == [(5 * spec.n_train, None), (5 * spec.n_train, runner.NUMBA_UP_TO["lysep"])]
+    # of the paper's cells only elliptic-10d (3,150) is above LySep's bound
+    assert 150 * paper["elliptic-10d"].n_train > runner.NUMBA_UP_TO["lysep"] >= 100 * paper["parabolic-5d"].n_train

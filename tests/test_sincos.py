@@ -62,13 +62,14 @@ def test_sigma_and_its_derivatives_come_from_the_same_evaluation():
 
 
 def test_a_run_too_large_for_numba_takes_the_numpy_paths_with_the_same_bits(monkeypatch):
-    """numba_for_run: above NUMBA_UP_TO values per (M, N_train) array the run never calls a numba kernel
-    (σ here; the fit matrix asks the same numba_wanted), and σ keeps its bits."""
+    """numba_for_run: a run above its solver's bound never calls a numba kernel (σ here; the fit matrix
+    asks the same numba_wanted), and σ keeps its bits; without a bound every run uses the kernels."""
     x = np.random.default_rng(2).normal(0.0, 20.0, (64, 300))
     s_kernel, c_kernel = sc.sincos(x)
     try:
-        assert sc.numba_for_run(sc.NUMBA_UP_TO) and sc.numba_wanted(x.size)
-        assert not sc.numba_for_run(sc.NUMBA_UP_TO + 1) and not sc.numba_wanted(x.size)
+        assert sc.numba_for_run(10**9) and sc.numba_wanted(x.size)  # no bound
+        assert sc.numba_for_run(1000, 1000) and sc.numba_wanted(x.size)
+        assert not sc.numba_for_run(1001, 1000) and not sc.numba_wanted(x.size)
 
         def no_kernel():
             raise AssertionError("a numba kernel was asked for in a run too large for numba")

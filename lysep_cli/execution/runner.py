@@ -58,6 +58,13 @@ class RunKey:
 # ---------------------------------------------------------------------------------------------
 # One run, no file I/O.
 
+#: per solver, the size of a run's (M, N_train) arrays above which it skips numba's kernels for the NumPy
+#: paths of σ and the fit matrix (the same bits; docs/engine.md). LySep at elliptic-10d (3,150): 0.99-1.04x
+#: the time per sweep without them, ~100 MB less peak memory; PINN there is 1.12x slower without them, so
+#: it (and every solver not named) keeps them at every size
+NUMBA_UP_TO: dict[str, int] = {"lysep": 2**18}
+
+
 def keeps_checkpoint(solver: str) -> bool:
     """Whether a run of ``solver`` saves checkpoints: its solver declares it can (LySep) and they are on."""
     return checkpoints.interval() is not None and solver_def(solver).capabilities.checkpoint
@@ -93,7 +100,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
     settings = spec.solvers[key.solver]
     solve = solver_def(key.solver).solve
     params0 = network.init_params(problem.n_in, key.L, key.M, key.seed)
-    numba_for_run(key.M * spec.n_train)  # numba's kernels where they pay (the same bits either way)
+    numba_for_run(key.M * spec.n_train, NUMBA_UP_TO.get(key.solver))  # the same bits either way
     ckpt = None if results_dir is None else _checkpoint(spec, key, iterations, results_dir, data.sha256)
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):

@@ -36,17 +36,14 @@ LIMIT = 1.0e5
 #: arrays smaller than this take the NumPy path (same bits): a process that only ever evaluates small
 #: networks (the tests' tiny ones, a CLI report) never pays numba's import and cache load (~0.8 s)
 NUMBA_FROM = 4096
-#: a run whose (M, N_train) arrays hold more values than this takes the NumPy paths too (same bits): there
-#: the products dominate a sweep, numba buys nothing measurable (elliptic-10d (3,150): 0.99x the time per
-#: LySep sweep), and importing it and loading its kernels costs ~100 MB of peak memory (docs/engine.md)
-NUMBA_UP_TO = 2**18
 _RUN_USES_NUMBA = [True]
 
 
-def numba_for_run(values: int) -> bool:
-    """Sets whether this process's run uses the numba kernels, from the size of its (M, N_train) arrays:
-    ``values <= NUMBA_UP_TO``.  The runner calls it once per run; the bits do not depend on it."""
-    _RUN_USES_NUMBA[0] = values <= NUMBA_UP_TO
+def numba_for_run(values: int, up_to: int | None = None) -> bool:
+    """Sets whether this process's run uses the numba kernels: always when ``up_to`` is None, else when its
+    (M, N_train) arrays hold ``values <= up_to`` values.  The runner calls it once per run with the
+    solver's bound (lysep_cli/execution/runner.py); the bits do not depend on it."""
+    _RUN_USES_NUMBA[0] = up_to is None or values <= up_to
     return _RUN_USES_NUMBA[0]
 
 
