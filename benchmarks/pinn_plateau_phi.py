@@ -93,8 +93,8 @@ def errors(phi: np.ndarray, X: np.ndarray) -> list[float]:
     return [projection_error(phi, X, k) for k in DEGREES]
 
 
-def fmt(values) -> str:
-    return " | ".join(f"{v:.2g}" for v in values)
+def fmt(values, digits: int = 2) -> str:
+    return " | ".join(f"{v:.{digits}g}" for v in values)
 
 
 def median_max(rows: list[list[float]]) -> str:
@@ -132,7 +132,7 @@ def report(results: Path, seeds_text: str | None) -> str:
            "## The best polynomial phi of degree <= k (one least-squares solve of the residual on the training set)",
            "", f"| | {head} |", "|---|" + "---:|" * len(DEGREES)]
     best = [best_polynomial(problem, Z_train, Z_test, k) for k in DEGREES]
-    out += [f"| J | {fmt(b[0] for b in best)} |", f"| test l2 | {fmt(b[1] for b in best)} |", ""]
+    out += [f"| J | {fmt((b[0] for b in best), 3)} |", f"| test l2 | {fmt((b[1] for b in best), 3)} |", ""]
     out += ["## The archived PINN runs (2000 iterations, stated init) and their seeded starts", "",
             f"| (L,M) | runs | network | J (record) | max \\|W_1 x + b_1\\| | {head} |",
             "|---|---:|---|---:|---:|" + "---:|" * len(DEGREES)]
