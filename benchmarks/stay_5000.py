@@ -32,8 +32,8 @@ def report(results: Path, sweeps: int) -> str:
     json_path, npz_path = records.record_paths(results, EXPERIMENT, "lysep", L, M, SEED)
     archived = records.read_record(json_path)
     rec, params = execute(spec, RunKey("lysep", L, M, SEED), sweeps)
-    n = archived.iterations + 1
-    same = {k: rec.history[k][:n] == archived.history[k] for k in ("J", "J_S")}
+    n = min(archived.iterations, sweeps) + 1
+    same = {k: rec.history[k][:n] == archived.history[k][:n] for k in ("J", "J_S")}
     J = np.array(rec.history["J"], dtype=float)
     below = np.flatnonzero(J < 1e-6)
     at_2000 = records.load_params(npz_path)
@@ -42,7 +42,7 @@ def report(results: Path, sweeps: int) -> str:
     out = [f"# benchmarks/stay_5000.py: LySep {EXPERIMENT} ({L},{M}) seed {SEED}, {sweeps} sweeps "
            f"(numerics {rec.versions.get('numerics')}, BLAS kernel {rec.versions.get('blas_core')}; "
            f"the record: numerics {archived.versions.get('numerics')}, kernel {archived.versions.get('blas_core')})",
-           f"first {archived.iterations} sweeps bit for bit those of the record: "
+           f"first {n - 1} sweeps bit for bit those of the record: "
            f"J {'yes' if same['J'] else 'NO'}, J_S {'yes' if same['J_S'] else 'NO'}",
            f"first sweep with J < 1e-6: {int(below[0]) if below.size else 'none'}",
            "sweep        J             J_S"]
