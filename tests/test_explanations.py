@@ -69,7 +69,7 @@ def test_the_new_explanations_are_named():
     for name in ("benchmarks/results/fit_size.md", "pinn_plateau_phi.md", "pinn_ablations.md"):
         assert name in readme
     for name in ("benchmarks/results/pinn_plateau_phi.md", "benchmarks/results/fit_size.md",
-                 "benchmarks/results/stay_5000_e2d.txt"):
+                 "benchmarks/results/stay_5000_e2d.txt", "benchmarks/results/pinn_torch_curve_e2d.md"):
         assert name in results
     assert results.count("unmeasured (no committed file)") >= 2
 
