@@ -48,6 +48,11 @@ MAX_LITERAL_DIGITS = 15
 MAX_EXPONENT = 64
 #: most decimal digits of an exact number in a formula or its derivatives (floats end near 1e308)
 MAX_DIGITS = 300
+#: the most nodes of u's second derivatives, summed over the variables, as :func:`derivative_size`
+#: bounds them before sympy computes any.  The paper's four problems written as formulas need <= 3,250;
+#: 24 nested sin 11,227 (a 4 s build), a product of 12 factors in x1 x2 22,154 (4 s), of 25 in x1
+#: 47,913 (12 s), of 150 in x1 7.3 million (minutes, never finished)
+MAX_DERIVATIVE_NODES = 25_000
 
 
 class ExpressionError(ValueError):
@@ -210,6 +215,33 @@ def _power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
         raise ExpressionError(f"a power of about {abs(value.real) * _digits(base):.3g} digits, beyond "
                               f"{MAX_DIGITS} (floats end near 1e308)")
     return base**exponent
+
+
+def derivative_size(expr: sympy.Expr, x: sympy.Symbol) -> int:
+    """A bound on the node count of d^2 expr / dx^2, from the product and chain rules, before sympy computes
+    it: a product of n factors in x has n^2 / 2 terms of n factors in its second derivative."""
+    memo: dict[sympy.Basic, tuple[int, int, int]] = {}
+
+    def sizes(e: sympy.Basic) -> tuple[int, int, int]:  # nodes of e, of de/dx, of d2e/dx2
+        if e in memo:
+            return memo[e]
+        parts = [sizes(a) for a in e.args]
+        s, d, d2 = (sum(p[k] for p in parts) for k in range(3))
+        if x not in e.free_symbols:
+            out = (1 + s, 0, 0)
+        elif not parts:
+            out = (1, 1, 1)
+        elif isinstance(e, sympy.Add):
+            out = (1 + s, 1 + d, 1 + d2)
+        elif isinstance(e, sympy.Mul):  # m of the factors depend on x
+            m = sum(1 for p in parts if p[1])
+            out = (1 + s, d + m * (s + 1), d2 + m * s + (m - 1) * d + s * m * (m - 1) // 2 + m * m)
+        else:  # a power or a function of its argument: f(a)' = f'(a) a', f(a)'' = f''(a) a'^2 + f'(a) a''
+            out = (1 + s, 2 * s + d + 4, 5 * s + 2 * d + d2 + 8)
+        memo[e] = out
+        return out
+
+    return sizes(expr)[2]
 
 
 def refusal(expr: sympy.Expr) -> str | None:

@@ -100,7 +100,7 @@ def build_problem(spec: ProblemSpec) -> Problem:
     :func:`check_points`."""
     import sympy
 
-    from lysep_cli.numerics.expressions import compile_expression, variables
+    from lysep_cli.numerics.expressions import MAX_DERIVATIVE_NODES, compile_expression, derivative_size, variables
 
     time = spec.time_dependent
     names = variables(spec.d, time)
@@ -119,6 +119,11 @@ def build_problem(spec: ProblemSpec) -> Problem:
         check_values(spec, problem, check_points(spec))
         return problem
     u = _parse(spec, "u", spec.u, names)
+    nodes = sum(derivative_size(u, x) for x in order)
+    if nodes > MAX_DERIVATIVE_NODES:
+        raise ProblemError("u", f"u's second derivatives would hold about {nodes:,} nodes, beyond "
+                                f"{MAX_DERIVATIVE_NODES:,} (sympy would take minutes: a product of n factors "
+                                "has n^2/2 terms of n factors in its second derivative)")
     grad_u = [sympy.diff(u, x) for x in xs]
     _refuse(spec, "u", [("u", u)] + [(f"du/d{x}", g) for x, g in zip(xs, grad_u)])
     lap_u = sum(sympy.diff(u, x, 2) for x in xs)
@@ -232,7 +237,7 @@ def check_values(spec: ProblemSpec, problem: Problem, sets: list[PointSet]) -> f
                 try:
                     values = g(Z)
                 except (ArithmeticError, ValueError, TypeError, NameError) as exc:
-                    raise ProblemError(field, f"{name} cannot be evaluated at the {kind}s: {exc}") from None
+                    raise ProblemError(field, f"{name} cannot be evaluated as a real number: {exc}") from None
                 bad = ~np.isfinite(values) if values.ndim == 1 else ~np.all(np.isfinite(values), axis=0)
                 if bad.any():
                     j = int(np.argmax(bad))
