@@ -241,7 +241,7 @@ def derivative_size(expr: sympy.Expr, x: sympy.Symbol) -> int:
         memo[e] = out
         return out
 
-    return sizes(expr)[2]
+    return max(sizes(expr)[2], 1)  # (sympy writes a zero derivative as one node, 0)
 
 
 def refusal(expr: sympy.Expr) -> str | None:

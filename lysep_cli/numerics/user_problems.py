@@ -129,7 +129,7 @@ def build_problem(spec: ProblemSpec) -> Problem:
     lap_u = sum(sympy.diff(u, x, 2) for x in xs)
     div = c * lap_u + sum(gc * gu for gc, gu in zip(grad_c, grad_u))
     ut = sympy.diff(u, names["t"]) if time else None
-    utt = sympy.diff(u, names["t"], 2) if time else None
+    utt = sympy.diff(u, names["t"], 2) if spec.pde == "hyperbolic" else None
     if spec.pde == "elliptic":
         f = div  # `eq:Elliptic equation`
     else:
@@ -140,7 +140,7 @@ def build_problem(spec: ProblemSpec) -> Problem:
         return compile_expression(expr, order)
 
     problem = Problem(spec.name, spec.pde, spec.d, coefficient, fn(u), _stacked(grad_u, order), fn(lap_u),
-                      ut=fn(ut) if time else None, utt=fn(utt) if time else None,
+                      ut=fn(ut) if ut is not None else None, utt=fn(utt) if utt is not None else None,
                       factor=factor, source=fn(f), domain=spec.domain)
     scale = check_values(spec, problem, check_points(spec))
     _check_conditions(spec, problem, scale)
