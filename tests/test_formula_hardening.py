@@ -98,7 +98,7 @@ PROBES = [  # (id, experiments file, field, what the line says)
     ("u = x1 - x1", config(u="x1 - x1"), "u", "u is 0 at every check point"),
     ("u = 0 * x1", config(u="0 * x1 * exp(x2)"), "u", "u is 0 at every check point"),
     ("c < 0 near the centre", config(c="1 - 2*exp(-2000*(x1**2 + x2**2))"), "c", "it is -1 at the centre"),
-    ("c < 0 off the centre", config(c="1 - 2*exp(-2000*((x1 - 0.3)**2 + x2**2))"), "c", "must be positive"),
+    ("c < 0 off the centre", config(c="1 - 2*exp(-2000*((x1 - 0.3)**2 + x2**2))"), "c", "at grid point"),
     ("d = 13", config(d=13, u="(1 - x1**2) * x13"), "d", "drawn by rejection from the cube"),
     ("u_t at t = 0", config(pde="hyperbolic", u=f"t * {G}"), "u", "|u_t| / max|u| ="),
     ("u at t = 0", config(pde="parabolic", u=f"(1 + t) * {G}"), "u", "not 0 at t = 0: |u| / max|u| ="),
@@ -230,8 +230,10 @@ def test_a_broken_problem_never_breaks_a_command_that_does_not_use_it(tmp_path):
 # ------------------------------------------------------------------------------------------------
 # The property: hostile and random formulas.
 
-LEAVES = ["x1", "x2", "t", "x3", "pi", "e", "0", "1", "2", "0.5", "1e-3", "1e308", "1e999", "9" * 15,
-          "9" * 40, "(x1 - x1)", "(x2 - x2)", "-2", "y", "__import__", "\uff581", "\U0001d431"]
+#: leaves: mostly the grammar's, a few hostile ones (zero divisors, huge or infinite numbers, other
+#: names, look-alikes of x1)
+LEAVES = ["x1", "x2", "t", "pi", "e", "0", "1", "2", "0.5", "1e-3", "-2"] * 3 + [
+    "1e308", "1e999", "9" * 15, "9" * 40, "(x1 - x1)", "(x2 - x2)", "x3", "y", "__import__", "\uff581", "\U0001d431"]
 FUNCTIONS = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "atan", "asin", "acos",
              "open", "eval"]
 OPERATORS = ["+", "-", "*", "/", "**", "%", "//", "@"]
@@ -275,7 +277,7 @@ def problems(draw) -> tuple[str, str, str]:
     return pde, field, draw(st.sampled_from([wrap[field], body]))
 
 
-@settings(max_examples=50, derandomize=True, database=None, deadline=20_000,
+@settings(max_examples=60, derandomize=True, database=None, deadline=20_000,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(problems())
 def test_any_formula_ends_in_exit_0_or_one_line_and_exit_2(case):
@@ -289,4 +291,4 @@ def test_any_formula_ends_in_exit_0_or_one_line_and_exit_2(case):
             assert results.exists() and "failed, no record" not in result.output, result.output
         else:
             line = refused(result, results)
-            event(f"refused: {line.split(': ', 2)[-1][:40]}")
+            event("refused: " + " ".join(line.split("': ", 1)[-1].split()[:4]))

@@ -11,7 +11,9 @@ a number or builds a node, so that no formula can make sympy (or Python) work lo
 - the numbers: integer literals of at most :data:`MAX_LITERAL_DIGITS` digits, finite float literals,
   exponents that are numbers within +-:data:`MAX_EXPONENT`, and no exact power of a number beyond
   :data:`MAX_DIGITS` digits (estimated from the base and exponent before sympy computes it: a tower
-  ``((9**64)**64)**64`` is refused at its second level).
+  ``((9**64)**64)**64`` is refused at its second level);
+- the derivatives: :func:`derivative_size` bounds the size of a formula's second derivatives before sympy
+  computes them (lysep_cli/numerics/user_problems.py refuses a u beyond :data:`MAX_DERIVATIVE_NODES`).
 
 :func:`refusal` then checks each expression derived from a formula (sympy's derivatives included) for
 what NumPy cannot evaluate as a real number: a ComplexInfinity (``1/0``, ``log(0)``), the imaginary unit
@@ -81,7 +83,8 @@ def parse(text: object, allowed: dict[str, sympy.Symbol]) -> sympy.Expr:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        raise ExpressionError(f"cannot parse {text!r}: {exc.msg}") from None
+        shown = repr(text) if len(text) <= 80 else f"{text[:60]!r}... ({len(text)} characters)"
+        raise ExpressionError(f"cannot parse {shown}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:  # a NUL byte; nesting beyond the parser's stack
         reason = "nested too deeply" if isinstance(exc, (RecursionError, MemoryError)) else str(exc)
         raise ExpressionError(f"cannot parse the formula: {' '.join(reason.split())}") from None
