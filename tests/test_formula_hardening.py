@@ -103,7 +103,9 @@ PROBES = [  # (id, experiments file, field, what the line says)
     ("u_t at t = 0", config(pde="hyperbolic", u=f"t * {G}"), "u", "|u_t| / max|u| ="),
     ("u at t = 0", config(pde="parabolic", u=f"(1 + t) * {G}"), "u", "not 0 at t = 0: |u| / max|u| ="),
     ("huge derivatives", config(u=G + "*" + "*".join(f"sin(x1+{i})" for i in range(150))), "u",
-     "second derivatives would hold about"),
+     "u's second derivatives would hold about"),
+    ("huge derivatives of c", config(c="2 + " + "*".join(f"sin(x1*x2+{i})" for i in range(130))), "c",
+     "c's first derivatives would hold about"),
     ("unknown key", config().replace("    d: 2\n", "    d: 2\n    colour: red\n"), "colour", "unknown key"),
 ]
 

@@ -50,8 +50,8 @@ MAX_LITERAL_DIGITS = 15
 MAX_EXPONENT = 64
 #: most decimal digits of an exact number in a formula or its derivatives (floats end near 1e308)
 MAX_DIGITS = 300
-#: the most nodes of u's second derivatives, summed over the variables, as :func:`derivative_size`
-#: bounds them before sympy computes any.  The paper's four problems written as formulas need <= 3,250;
+#: the most nodes of u's second derivatives (and of c's first ones), summed over the variables, as
+#: :func:`derivative_size` bounds them before sympy computes any.  The paper's four problems written as formulas need <= 3,250;
 #: 24 nested sin 11,227 (a 4 s build), a product of 12 factors in x1 x2 22,154 (4 s), of 25 in x1
 #: 47,913 (12 s), of 150 in x1 7.3 million (minutes, never finished)
 MAX_DERIVATIVE_NODES = 25_000
@@ -220,9 +220,10 @@ def _power(base: sympy.Expr, exponent: sympy.Expr) -> sympy.Expr:
     return base**exponent
 
 
-def derivative_size(expr: sympy.Expr, x: sympy.Symbol) -> int:
-    """A bound on the node count of d^2 expr / dx^2, from the product and chain rules, before sympy computes
-    it: a product of n factors in x has n^2 / 2 terms of n factors in its second derivative."""
+def derivative_size(expr: sympy.Expr, x: sympy.Symbol, order: int = 2) -> int:
+    """A bound on the node count of the ``order``-th (1 or 2) derivative of ``expr`` in x, from the product
+    and chain rules, before sympy computes it: a product of n factors in x has n terms of n factors in
+    its first derivative, n^2 / 2 in its second."""
     memo: dict[sympy.Basic, tuple[int, int, int]] = {}
 
     def sizes(e: sympy.Basic) -> tuple[int, int, int]:  # nodes of e, of de/dx, of d2e/dx2
@@ -244,7 +245,7 @@ def derivative_size(expr: sympy.Expr, x: sympy.Symbol) -> int:
         memo[e] = out
         return out
 
-    return max(sizes(expr)[2], 1)  # (sympy writes a zero derivative as one node, 0)
+    return max(sizes(expr)[order], 1)  # (sympy writes a zero derivative as one node, 0)
 
 
 def refusal(expr: sympy.Expr) -> str | None:

@@ -100,32 +100,29 @@ def build_problem(spec: ProblemSpec) -> Problem:
     :func:`check_points`."""
     import sympy
 
-    from lysep_cli.numerics.expressions import MAX_DERIVATIVE_NODES, compile_expression, derivative_size, variables
+    from lysep_cli.numerics.expressions import compile_expression, derivative_size, variables
 
     time = spec.time_dependent
     names = variables(spec.d, time)
     xs = [names[f"x{i}"] for i in range(1, spec.d + 1)]
     c = _parse(spec, "c", spec.c, {k: v for k, v in names.items() if k != "t"})
     order = ([names["t"]] if time else []) + xs  # rows of Z: t first, as everywhere
+    _bounded("c", "first", sum(derivative_size(c, x, 1) for x in xs))
     grad_c = [sympy.diff(c, x) for x in xs]
-    _refuse(spec, "c", [("c", c)] + [(f"dc/d{x}", g) for x, g in zip(xs, grad_c)])
+    _refuse("c", [("c", c)] + [(f"dc/d{x}", g) for x, g in zip(xs, grad_c)])
     coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
     factor = _box_factor(xs) if spec.domain == "box" else None
     if spec.u is None:
         f = _parse(spec, "f", spec.f or "", names)
-        _refuse(spec, "f", [("f", f)])
+        _refuse("f", [("f", f)])
         problem = Problem(spec.name, spec.pde, spec.d, coefficient, None, None, None,  # type: ignore[arg-type]
                           factor=factor, source=compile_expression(f, order), domain=spec.domain)
         check_values(spec, problem, check_points(spec))
         return problem
     u = _parse(spec, "u", spec.u, names)
-    nodes = sum(derivative_size(u, x) for x in order)
-    if nodes > MAX_DERIVATIVE_NODES:
-        raise ProblemError("u", f"u's second derivatives would hold about {nodes:,} nodes, beyond "
-                                f"{MAX_DERIVATIVE_NODES:,} (sympy would take minutes: a product of n factors "
-                                "has n^2/2 terms of n factors in its second derivative)")
+    _bounded("u", "second", sum(derivative_size(u, x) for x in order))
     grad_u = [sympy.diff(u, x) for x in xs]
-    _refuse(spec, "u", [("u", u)] + [(f"du/d{x}", g) for x, g in zip(xs, grad_u)])
+    _refuse("u", [("u", u)] + [(f"du/d{x}", g) for x, g in zip(xs, grad_u)])
     lap_u = sum(sympy.diff(u, x, 2) for x in xs)
     div = c * lap_u + sum(gc * gu for gc, gu in zip(grad_c, grad_u))
     ut = sympy.diff(u, names["t"]) if time else None
@@ -134,7 +131,7 @@ def build_problem(spec: ProblemSpec) -> Problem:
         f = div  # `eq:Elliptic equation`
     else:
         f = (ut if spec.pde == "parabolic" else utt) - div  # Q of the parabolic / hyperbolic equation
-    _refuse(spec, "u", [("the Laplacian of u", lap_u), ("u_t", ut), ("u_tt", utt), (RHS[spec.pde], f)])
+    _refuse("u", [("the Laplacian of u", lap_u), ("u_t", ut), ("u_tt", utt), (RHS[spec.pde], f)])
 
     def fn(expr: sympy.Expr) -> Callable[[np.ndarray], np.ndarray]:
         return compile_expression(expr, order)
@@ -152,7 +149,17 @@ RHS = {"elliptic": "f = div(c grad u)", "parabolic": "Q = u_t - div(c grad u)",
        "hyperbolic": "Q = u_tt - div(c grad u)"}
 
 
-def _refuse(spec: ProblemSpec, field: str, exprs: list[tuple[str, sympy.Expr | None]]) -> None:
+def _bounded(field: str, which: str, nodes: int) -> None:
+    """ProblemError when the derivatives of a formula would be too large to derive and evaluate."""
+    from lysep_cli.numerics.expressions import MAX_DERIVATIVE_NODES
+
+    if nodes > MAX_DERIVATIVE_NODES:
+        raise ProblemError(field, f"{field}'s {which} derivatives would hold about {nodes:,} nodes, beyond "
+                                  f"{MAX_DERIVATIVE_NODES:,} (sympy would take minutes: a product of n factors "
+                                  "has n terms of n factors in its first derivative, n^2/2 in its second)")
+
+
+def _refuse(field: str, exprs: list[tuple[str, sympy.Expr | None]]) -> None:
     """ProblemError for the first expression NumPy cannot evaluate as a real number."""
     from lysep_cli.numerics.expressions import refusal
 
