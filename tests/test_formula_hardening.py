@@ -34,7 +34,9 @@ def config(c: str = "1 + x1**2", u: str | None = f"{G} * exp(x1)", *, f: str | N
     def q(text: str) -> str:  # a YAML double-quoted string holding text as it is (no \u escapes)
         return json.dumps(text, ensure_ascii=False)
 
-    field = f"    f: {q(f)}\n" if f is not None else f"    u: {raw if raw is not None else q(u)}\n"  # type: ignore[arg-type]
+    given = raw if raw is not None else q(u)  # type: ignore[arg-type]
+    formula = f"    f: {q(f)}" if f is not None else f"    u: {given}"
+    field = formula + "\n"
     return (f"problems:\n  mine:\n    pde: {pde}\n    d: {d}\n    c: {q(c)}\n{field}"
             f"experiments:\n  mine:\n    problem: mine\n    sizes: [[3, 5]]\n    n_train: {n_train}\n"
             "    n_test: 20\n    iterations: 2\n    seeds: [0]\n    solvers: {pinn: {lr: 1.0e-3}}\n")
@@ -238,7 +240,8 @@ def test_a_broken_problem_never_breaks_a_command_that_does_not_use_it(tmp_path):
 #: leaves: mostly the grammar's, a few hostile ones (zero divisors, huge or infinite numbers, other
 #: names, look-alikes of x1)
 LEAVES = ["x1", "x2", "t", "pi", "e", "0", "1", "2", "0.5", "1e-3", "-2"] * 3 + [
-    "1e308", "1e999", "9" * 15, "9" * 40, "(x1 - x1)", "(x2 - x2)", "x3", "y", "__import__", "\uff581", "\U0001d431"]
+    "1e308", "1e999", "9" * 15, "9" * 40, "(x1 - x1)", "(x2 - x2)", "x3", "y", "__import__", "\uff581", "\U0001d431",
+    "1j", "x1.real", "[x1][0]", "(x1 if x1 else x2)", "~x1"]
 FUNCTIONS = ["sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "sinh", "cosh", "abs", "atan", "asin", "acos",
              "open", "eval"]
 OPERATORS = ["+", "-", "*", "/", "**", "%", "//", "@"]

@@ -51,9 +51,9 @@ MAX_EXPONENT = 64
 #: most decimal digits of an exact number in a formula or its derivatives (floats end near 1e308)
 MAX_DIGITS = 300
 #: the most nodes of u's second derivatives (and of c's first ones), summed over the variables, as
-#: :func:`derivative_size` bounds them before sympy computes any.  The paper's four problems written as formulas need <= 3,250;
-#: 24 nested sin 11,227 (a 4 s build), a product of 12 factors in x1 x2 22,154 (4 s), of 25 in x1
-#: 47,913 (12 s), of 150 in x1 7.3 million (minutes, never finished)
+#: :func:`derivative_size` bounds them before sympy computes any.  The paper's four problems written as
+#: formulas need <= 3,250; 24 nested sin 11,227 (a 4 s build), a product of 12 factors in x1 x2 22,154
+#: (4 s), of 25 in x1 47,913 (12 s), of 150 in x1 7.3 million (minutes, never finished)
 MAX_DERIVATIVE_NODES = 25_000
 
 
@@ -190,7 +190,7 @@ def _apply(node: ast.AST, args: list[sympy.Expr], allowed: dict[str, sympy.Symbo
 def _number(value: object) -> sympy.Expr:
     """A literal: an integer of at most MAX_LITERAL_DIGITS digits, or a finite float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ExpressionError(f"only numbers are allowed as constants, got {value!r}")
+        raise ExpressionError(f"only real numbers are allowed as constants, got {value!r}")
     if isinstance(value, int):
         if value >= 10**MAX_LITERAL_DIGITS:
             raise ExpressionError(f"an integer literal of {len(str(value))} digits, beyond {MAX_LITERAL_DIGITS} "
