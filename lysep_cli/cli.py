@@ -109,8 +109,12 @@ def _main(version: bool = Flag(False, "--version", callback=_version, is_eager=T
 @app.command("list", cls=opt.Command)
 @_guarded("nothing written")
 def list_(config: Config = None) -> None:
-    """Print the experiments and their settings."""
+    """Print the experiments and their settings (an experiment whose problem is refused: why)."""
     for s in opt.load(config).values():
+        refused = specs.refusal(s)
+        if refused is not None:  # a broken problem of the file: shown, never in the way of the others
+            typer.echo(f"{s.name}  (refused: {refused})")
+            continue
         where = f"paper Table {s.table}" if s.table is not None else "not in the paper"
         sol = f", solution {s.solution}" if s.solution else ""
         typer.echo(f"{s.name}  ({where})  {s.pde}, d = {s.d}{sol}")

@@ -18,6 +18,13 @@ experiments.yaml has one top-level key, ``experiments``, mapping a name to a blo
 Every validation error is a :class:`BadInput` whose message is one line naming the file, the
 experiment, the solver (for a solver setting) and the field.  A spec that loads can be run: every
 solver block is a valid typed ``Settings`` and every solver can train every size of its experiment.
+
+Problems written in the file (``problems:``) are checked only when a command uses them: a broken one
+never stops a command on other experiments.  :func:`load_specs` checks a problem's keys and keeps the
+first fault as the experiment's ``invalid``; :func:`select_experiments` builds and checks the problems
+of the experiments a command names (sympy, the checks of lysep_cli/numerics/user_problems.py at the
+check points and the experiment's training and test points) and refuses a faulty one in one line; with
+no name given it leaves such experiments out.  ``lysep list`` shows each with :func:`refusal`.
 """
 
 from __future__ import annotations
@@ -29,16 +36,20 @@ from typing import Any, Iterable
 
 import yaml
 
-from lysep_cli.numerics.user_problems import DOMAINS, ProblemError, ProblemSpec, build_problem
+from lysep_cli.numerics.user_problems import DOMAINS, ProblemError, ProblemSpec
 from lysep_cli.solvers import SOLVERS, SettingsError, SolverSettings, solver_def
 
 PDES = ("elliptic", "parabolic", "hyperbolic")
 REQUIRED = ("pde", "d", "sizes", "n_train", "n_test", "iterations", "seeds", "solvers")
 OPTIONAL = ("table", "solution", "problem")
 PROBLEM_KEYS = ("pde", "d", "domain", "c", "u", "f")
-#: Largest spatial dimension: the points are drawn by rejection from the cube, whose share inside the
-#: unit ball falls like 1 / d! (0.25 % at d = 10, 3e-4 at d = 12, 1e-5 at d = 15).
+#: Largest spatial dimension.  The ball's points are drawn by rejection from the cube, whose share inside
+#: the unit ball falls like 1 / d! (1 in 402 at d = 10, 1 in 3,068 at d = 12, 1 in 27,340 at d = 14: 1.6 s
+#: and 17 s for 1,500 points); on the box, sympy's derivation of a problem's 2d + 1 functions grows as
+#: fast (u = prod x_i (1 - x_i): 1.2 s at d = 12, 44 s at d = 30).  docs/your-pde.md.
 MAX_D = 12
+D_REASON = ("the ball's points are drawn by rejection from the cube (1 candidate in 3,068 kept at d = 12, "
+            "1 in 27,340 at d = 14), and sympy's derivatives grow with d (docs/your-pde.md)")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Largest count of seeds one --seeds selector may name.
 MAX_SEEDS = 100_000
@@ -73,6 +84,9 @@ class ExperimentSpec:
     solver_sizes: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     problem: ProblemSpec | None = None
     """a problem written in the experiments file (``problem:``); then ``solution`` is its identity"""
+    invalid: str | None = None
+    """why the experiment's problem cannot be used (a fault in its keys; one line naming the file, the
+    problem and the field), found when the file is read; its formulas are checked by :func:`refusal`"""
 
     def sizes_for(self, solver: str) -> tuple[tuple[int, int], ...]:
         """The sizes ``solver`` runs in this experiment by default."""
@@ -80,7 +94,8 @@ class ExperimentSpec:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """One line, printable whatever the file held (a lone surrogate is written as its escape)."""
+    return " ".join(str(text).split()).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _is_int(x: Any) -> bool:
@@ -127,8 +142,17 @@ def _parse_sizes(ck: "_Checker", sizes: Any, key: str) -> tuple[tuple[int, int],
     return tuple(parsed)
 
 
-def _parse_problem(name: Any, block: Any, path: Path) -> ProblemSpec:
-    """One entry of the ``problems:`` section (lysep_cli/numerics/user_problems.py)."""
+def _parse_problem(name: Any, block: Any, path: Path) -> ProblemSpec | BadInput:
+    """One entry of the ``problems:`` section (lysep_cli/numerics/user_problems.py), its keys checked;
+    the first fault is returned, not raised (:func:`load_specs`), and the formulas are checked when the
+    problem is used (:func:`refusal`)."""
+    try:
+        return _problem_keys(name, block, path)
+    except BadInput as exc:
+        return exc
+
+
+def _problem_keys(name: Any, block: Any, path: Path) -> ProblemSpec:
     ck = _Checker(path, None)
     where = f"problems.{name}"
     if not isinstance(name, str) or not _NAME.match(name):
@@ -147,24 +171,19 @@ def _parse_problem(name: Any, block: Any, path: Path) -> ProblemSpec:
         raise ck.fail(f"{where}.pde", f"unknown PDE {block['pde']!r} (choose from {', '.join(PDES)})")
     d = ck.int_at_least(block["d"], f"{where}.d", 1)
     if d > MAX_D:
-        raise ck.fail(f"{where}.d", f"must be <= {MAX_D}, got {d}")
+        raise ck.fail(f"{where}.d", f"must be <= {MAX_D}, got {d}: {D_REASON}")
     domain = block.get("domain", "ball")
     if domain not in DOMAINS:
         raise ck.fail(f"{where}.domain", f"unknown domain {domain!r} (choose from {', '.join(DOMAINS)})")
     for key in ("c", "u", "f"):
         if key in block and (isinstance(block[key], bool) or not isinstance(block[key], (str, int, float))):
             raise ck.fail(f"{where}.{key}", f"expected a formula (a string), got {type(block[key]).__name__}")
-    spec = ProblemSpec(name, block["pde"], d, str(block["c"]), str(block["u"]) if "u" in block else None,
-                       domain, str(block["f"]) if "f" in block else None)
-    try:
-        build_problem(spec)
-    except ProblemError as exc:
-        raise ck.fail(f"{where}.{exc.field}", exc.reason) from None
-    return spec
+    return ProblemSpec(name, block["pde"], d, str(block["c"]), str(block["u"]) if "u" in block else None,
+                       domain, str(block["f"]) if "f" in block else None, config=str(path))
 
 
 def _parse_experiment(name: Any, block: Any, path: Path,
-                      problems: dict[str, ProblemSpec] | None = None) -> ExperimentSpec:
+                      problems: dict[str, ProblemSpec | BadInput] | None = None) -> ExperimentSpec:
     ck = _Checker(path, str(name))
     if not isinstance(name, str) or not _NAME.match(name):
         raise ck.fail(None, "an experiment name is letters, digits, '.', '_' and '-', starting with a letter "
@@ -174,15 +193,19 @@ def _parse_experiment(name: Any, block: Any, path: Path,
     for key in block:
         if key not in REQUIRED + OPTIONAL:
             raise ck.fail(str(key), f"unknown key (allowed: {', '.join(REQUIRED + OPTIONAL)})")
-    problem = None
+    problem, invalid = None, None
     if "problem" in block:
         problem = (problems or {}).get(block["problem"]) if isinstance(block["problem"], str) else None
         if problem is None:
             raise ck.fail("problem", f"no problem {block['problem']!r} in the file's problems: section")
         for key in ("pde", "d", "solution"):
             if key in block:
-                raise ck.fail(key, f"given by problem {problem.name!r}; remove it here")
-        block = {**block, "pde": problem.pde, "d": problem.d}
+                raise ck.fail(key, f"given by problem {block['problem']!r}; remove it here")
+        if isinstance(problem, BadInput):  # the experiment is kept, marked: only commands on it refuse it
+            invalid, problem = str(problem), None
+            block = {**block, "pde": PDES[0], "d": 1, "solution": f"{block['problem']}:invalid"}
+        else:
+            block = {**block, "pde": problem.pde, "d": problem.d}
     for key in REQUIRED:
         if key not in block:
             raise ck.fail(key, "missing required key")
@@ -192,7 +215,7 @@ def _parse_experiment(name: Any, block: Any, path: Path,
         raise ck.fail("pde", f"unknown PDE {pde!r} (choose from {', '.join(PDES)})")
     d = ck.int_at_least(block["d"], "d", 1)
     if d > MAX_D:
-        raise ck.fail("d", f"must be <= {MAX_D} (points are drawn by rejection from the cube), got {d}")
+        raise ck.fail("d", f"must be <= {MAX_D}, got {d}: {D_REASON}")
     solution = block.get("solution") if problem is None else problem.identity()
     if solution is not None and not isinstance(solution, str):
         raise ck.fail("solution", f"expected a string, got {type(solution).__name__}")
@@ -241,14 +264,14 @@ def _parse_experiment(name: Any, block: Any, path: Path,
     # The problem must exist (e.g. the exp-sin solution is 2-D only).
     from lysep_cli.numerics.problems import make_problem
 
-    if problem is None:
+    if problem is None and invalid is None:
         try:
             make_problem(pde, d, solution)
         except ValueError as exc:
             raise ck.fail("solution" if solution is not None else "d", str(exc)) from None
 
     return ExperimentSpec(name, pde, d, parsed_sizes, n_train, n_test, iterations, parsed_seeds,
-                          parsed_solvers, table, solution, own_sizes, problem)
+                          parsed_solvers, table, solution, own_sizes, problem, invalid)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -314,15 +337,39 @@ def default_config() -> Path:
     return Path(__file__).resolve().parent.parent / "experiments.yaml"
 
 
+def refusal(spec: ExperimentSpec) -> str | None:
+    """Why the experiment's problem cannot be used, in one line naming the file, the problem and the field
+    (None: it can, or it is one of the paper's).  A problem written in the file is built and checked here
+    (lysep_cli/numerics/user_problems.py), at its check points and the experiment's training and test
+    points, once per process."""
+    if spec.invalid is not None:
+        return spec.invalid
+    if spec.problem is None:
+        return None
+    from lysep_cli.numerics.dataset import experiment_data
+
+    try:
+        experiment_data(spec)
+    except ProblemError as exc:
+        return str(_Checker(Path(spec.problem.config)).fail(f"problems.{spec.problem.name}.{exc.field}", exc.reason))
+    return None
+
+
 def select_experiments(specs: dict[str, ExperimentSpec], names: list[str] | None) -> list[ExperimentSpec]:
-    """The named experiments, each once in the order first named (all when ``names`` is empty); BadInput
-    for an unknown name."""
+    """The named experiments, each once in the order first named; BadInput for an unknown name or one
+    whose problem is refused (:func:`refusal`).  When ``names`` is empty: every experiment whose problem
+    is not refused."""
     if not names:
-        return list(specs.values())
+        return [s for s in specs.values() if refusal(s) is None]
     unknown = [n for n in names if n not in specs]
     if unknown:
         raise BadInput(f"unknown experiment {unknown[0]!r} (choose from {', '.join(specs)})")
-    return [specs[n] for n in dict.fromkeys(names)]
+    chosen = [specs[n] for n in dict.fromkeys(names)]
+    for spec in chosen:
+        reason = refusal(spec)
+        if reason is not None:
+            raise BadInput(reason)
+    return chosen
 
 
 # ---------------------------------------------------------------------------------------------

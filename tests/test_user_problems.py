@@ -149,8 +149,11 @@ def test_a_right_hand_side_alone_runs_without_an_l2_error(tmp_path):
         out = cli.invoke(app, [*cmd, *base])
         assert out.exit_code == 0, (cmd, out.output)
     both = BOX.replace('    u: "', '    f: "1"\n    u: "')
-    r = cli.invoke(app, ["list", "--config", str(write_tiny(tmp_path, both))])
-    assert r.exit_code == 2 and "not both" in r.output
+    both_config = str(write_tiny(tmp_path, both))
+    r = cli.invoke(app, ["run", "box-2d", "--config", both_config, "--results", str(tmp_path / "other")])
+    assert r.exit_code == 2 and "not both" in r.output and not (tmp_path / "other").exists()
+    listed = cli.invoke(app, ["list", "--config", both_config])  # list shows why, and lists the others
+    assert listed.exit_code == 0 and "box-2d  (refused:" in listed.output and "not both" in listed.output
 
 
 HEAT = """\

@@ -16,7 +16,7 @@ import numpy as np
 
 from lysep_cli.numerics.problems import OperatorCoefficients, Problem, make_problem
 from lysep_cli.numerics.sampling import train_test_points
-from lysep_cli.numerics.user_problems import ProblemSpec, build_problem
+from lysep_cli.numerics.user_problems import ProblemSpec, build_problem, check_values
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ def _build(pde: str, d: int, solution: str | None, n_train: int, n_test: int,
            user: ProblemSpec | None = None) -> ExperimentData:
     problem = make_problem(pde, d, solution) if user is None else build_problem(user)  # type: ignore[arg-type]
     Z_train, Z_test = train_test_points(n_train, n_test, d, time=problem.time_dependent, domain=problem.domain)
+    if user is not None:  # every function derived from the formulas finite, real (and c > 0) where runs use it
+        check_values(user, problem, [("training point", Z_train, True), ("test point", Z_test, True)])
     sha = data_sha256(saved_arrays(Z_train, Z_test))
     return ExperimentData(problem, Z_train, Z_test, TrainingData.build(problem, Z_train), sha)
 

@@ -7,8 +7,15 @@
 on the unit d-ball or the box [0, 1]^d.  From the formulas of c(x) and the exact solution u (parsed by
 lysep_cli/numerics/expressions.py), sympy derives grad c, grad u, the Laplacian, u_t, u_tt and the
 right-hand side, and compiles each to NumPy once per problem; the boundary factor of the box is
-prod_i x_i (1 - x_i) (times t, t^2 as for the ball).  :func:`build_problem` also checks, on sampled points,
-that c > 0 on the domain and that u meets the boundary and initial conditions (:data:`BC_TOLERANCE`).
+prod_i x_i (1 - x_i) (times t, t^2 as for the ball).
+
+What is accepted (docs/your-pde.md), each refusal a :class:`ProblemError` naming the field and the reason:
+every derived expression NumPy can evaluate as a real number (expressions.refusal), and, at the check
+points (:func:`check_points`: the centre, :data:`CHECK_HALTON` Halton points, a grid of at most
+:data:`GRID_POINTS` points; and, by :func:`check_values` from the data set, the experiment's training and
+test points), every derived function finite and real, c > 0 (c >= 0 at the centre and the grid: the
+paper's c = |x|^2 of Table 1 is 0 at the centre), u not 0 everywhere; u meets the boundary and initial
+conditions on sampled points (:data:`BC_TOLERANCE`).
 
 sympy (a second and tens of MB to import) and the formula parser are imported where a problem is built,
 not with this module: a process that runs only the paper's problems, or prints help, never loads them.
@@ -19,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from dataclasses import field as _field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable
 
@@ -33,8 +41,13 @@ if TYPE_CHECKING:
 PDES = ("elliptic", "parabolic", "hyperbolic")
 DOMAINS = ("ball", "box")
 #: |u| (and |u_t| for the hyperbolic problem) on sampled boundary / initial points, relative to max |u|
-#: over points inside the domain, must stay below this
+#: over the check points, must stay below this
 BC_TOLERANCE = 1e-10
+#: Halton points of the domain among the check points (besides the centre and the grid)
+CHECK_HALTON = 512
+#: the most points of the check grid: k points per axis of (t, x), k the largest odd number with
+#: k^(d + time) <= GRID_POINTS (k = 255 for d = 2, 39 for d = 3, 3 for d = 10; none from d = 11 on)
+GRID_POINTS = 2**16
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,8 @@ class ProblemSpec:
     domain: str = "ball"
     f: str | None = None
     """the right-hand side, when given instead of u (then no exact solution, no l2 error)"""
+    config: str = _field(default="", compare=False)
+    """the file that states the problem (for messages; not part of the problem)"""
 
     @property
     def time_dependent(self) -> bool:
@@ -81,40 +96,77 @@ def _parse(spec: ProblemSpec, field: str, text: str, allowed: dict[str, sympy.Sy
 
 @lru_cache(maxsize=16)
 def build_problem(spec: ProblemSpec) -> Problem:
-    """The :class:`Problem` of ``spec``: formulas differentiated by sympy and compiled; checked."""
+    """The :class:`Problem` of ``spec``: formulas differentiated by sympy, checked, compiled; checked at
+    :func:`check_points`."""
     import sympy
 
-    from lysep_cli.numerics.expressions import compile_expression, variables
+    from lysep_cli.numerics.expressions import compile_expression, derivative_size, variables
 
     time = spec.time_dependent
     names = variables(spec.d, time)
     xs = [names[f"x{i}"] for i in range(1, spec.d + 1)]
-    c_spatial = {k: v for k, v in names.items() if k != "t"}
-    c = _parse(spec, "c", spec.c, c_spatial)
+    c = _parse(spec, "c", spec.c, {k: v for k, v in names.items() if k != "t"})
     order = ([names["t"]] if time else []) + xs  # rows of Z: t first, as everywhere
+    _bounded("c", "first", sum(derivative_size(c, x, 1) for x in xs))
     grad_c = [sympy.diff(c, x) for x in xs]
+    _refuse("c", [("c", c)] + [(f"dc/d{x}", g) for x, g in zip(xs, grad_c)])
+    coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
+    factor = _box_factor(xs) if spec.domain == "box" else None
     if spec.u is None:
-        return _rhs_only(spec, c, grad_c, _parse(spec, "f", spec.f or "", names), xs, order)
+        f = _parse(spec, "f", spec.f or "", names)
+        _refuse("f", [("f", f)])
+        problem = Problem(spec.name, spec.pde, spec.d, coefficient, None, None, None,  # type: ignore[arg-type]
+                          factor=factor, source=compile_expression(f, order), domain=spec.domain)
+        check_values(spec, problem, check_points(spec))
+        return problem
     u = _parse(spec, "u", spec.u, names)
+    _bounded("u", "second", sum(derivative_size(u, x) for x in order))
     grad_u = [sympy.diff(u, x) for x in xs]
+    _refuse("u", [("u", u)] + [(f"du/d{x}", g) for x, g in zip(xs, grad_u)])
     lap_u = sum(sympy.diff(u, x, 2) for x in xs)
     div = c * lap_u + sum(gc * gu for gc, gu in zip(grad_c, grad_u))
     ut = sympy.diff(u, names["t"]) if time else None
-    utt = sympy.diff(u, names["t"], 2) if time else None
+    utt = sympy.diff(u, names["t"], 2) if spec.pde == "hyperbolic" else None
     if spec.pde == "elliptic":
         f = div  # `eq:Elliptic equation`
     else:
         f = (ut if spec.pde == "parabolic" else utt) - div  # Q of the parabolic / hyperbolic equation
+    _refuse("u", [("the Laplacian of u", lap_u), ("u_t", ut), ("u_tt", utt), (RHS[spec.pde], f)])
 
     def fn(expr: sympy.Expr) -> Callable[[np.ndarray], np.ndarray]:
         return compile_expression(expr, order)
 
-    coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
     problem = Problem(spec.name, spec.pde, spec.d, coefficient, fn(u), _stacked(grad_u, order), fn(lap_u),
-                      ut=fn(ut) if time else None, utt=fn(utt) if time else None,
-                      factor=_box_factor(xs) if spec.domain == "box" else None, source=fn(f), domain=spec.domain)
-    _check(spec, problem)
+                      ut=fn(ut) if ut is not None else None, utt=fn(utt) if utt is not None else None,
+                      factor=factor, source=fn(f), domain=spec.domain)
+    scale = check_values(spec, problem, check_points(spec))
+    _check_conditions(spec, problem, scale)
     return problem
+
+
+#: the right-hand side derived from c and u, as messages name it
+RHS = {"elliptic": "f = div(c grad u)", "parabolic": "Q = u_t - div(c grad u)",
+       "hyperbolic": "Q = u_tt - div(c grad u)"}
+
+
+def _bounded(field: str, which: str, nodes: int) -> None:
+    """ProblemError when the derivatives of a formula would be too large to derive and evaluate."""
+    from lysep_cli.numerics.expressions import MAX_DERIVATIVE_NODES
+
+    if nodes > MAX_DERIVATIVE_NODES:
+        raise ProblemError(field, f"{field}'s {which} derivatives would hold about {nodes:,} nodes, beyond "
+                                  f"{MAX_DERIVATIVE_NODES:,} (sympy would take minutes: a product of n factors "
+                                  "has n terms of n factors in its first derivative, n^2/2 in its second)")
+
+
+def _refuse(field: str, exprs: list[tuple[str, sympy.Expr | None]]) -> None:
+    """ProblemError for the first expression NumPy cannot evaluate as a real number."""
+    from lysep_cli.numerics.expressions import refusal
+
+    for label, expr in exprs:
+        reason = None if expr is None else refusal(expr)
+        if reason is not None:
+            raise ProblemError(field, f"{label} {reason}")
 
 
 def _box_factor(xs: list[sympy.Symbol]) -> BoundaryFactor:
@@ -135,46 +187,95 @@ def _stacked(exprs: list[sympy.Expr], symbols: list[sympy.Symbol]):
     return lambda Z: np.stack([p(Z) for p in parts])
 
 
-def _rhs_only(spec: ProblemSpec, c: sympy.Expr, grad_c: list[sympy.Expr], f: sympy.Expr,
-              xs: list[sympy.Symbol], order: list[sympy.Symbol]) -> Problem:
-    """A problem given by c and its right-hand side: no exact solution (no l2 error); c > 0 checked."""
-    from lysep_cli.numerics.expressions import compile_expression
+#: a set of points to check at: its name in messages, Z (n_in, N), and whether c > 0 is required there
+#: (else c >= 0: c may vanish at the centre and the grid, as the paper's c = |x|^2 does at 0)
+PointSet = tuple[str, np.ndarray, bool]
 
-    coefficient = SpatialCoefficient(c=compile_expression(c, xs), grad_c=_stacked(grad_c, xs))
-    problem = Problem(spec.name, spec.pde, spec.d, coefficient, None, None, None,  # type: ignore[arg-type]
-                      factor=_box_factor(xs) if spec.domain == "box" else None,
-                      source=compile_expression(f, order), domain=spec.domain)
-    inside = domain_points(512, spec.d, spec.time_dependent, spec.domain)
+
+def check_points(spec: ProblemSpec) -> list[PointSet]:
+    """The points every problem is checked at: the centre of the domain (at t = 0, 1/2, 1), CHECK_HALTON
+    Halton points, the grid (:data:`GRID_POINTS`)."""
+    time, n = spec.time_dependent, spec.d + int(spec.time_dependent)
+    mid = 0.0 if spec.domain == "ball" else 0.5
+    centre = np.full((n, 3 if time else 1), mid)
+    if time:
+        centre[0] = (0.0, 0.5, 1.0)
+    sets = [("the centre", centre, False),
+            ("Halton check point", domain_points(CHECK_HALTON, spec.d, time, spec.domain), True)]
+    k = int(GRID_POINTS ** (1 / n) + 1e-9)
+    k -= 1 - k % 2  # odd: the grid holds the centre
+    if k >= 3:
+        axes = [np.linspace(0.0, 1.0, k)] * int(time) + [np.linspace(2 * mid - 1, 1.0, k)] * spec.d
+        grid = np.stack(np.meshgrid(*axes, indexing="ij")).reshape(n, -1)
+        inside = np.sum(grid[int(time):] ** 2, axis=0) <= 1.0 if spec.domain == "ball" else slice(None)
+        sets.append(("grid point", grid[:, inside], False))
+    return sets
+
+
+def _functions(spec: ProblemSpec, problem: Problem) -> list[tuple[str, str, Callable[[np.ndarray], np.ndarray]]]:
+    """(field, name in messages, function of Z (n_in, N)) of every function derived from the formulas."""
+    def spatial(g: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+        return lambda Z: g(problem.split(Z)[1])
+
+    out = [("c", "c", spatial(problem.coefficient.c)), ("c", "grad c", spatial(problem.coefficient.grad_c))]
+    if problem.u is None:
+        return out + [("f", "f", problem.rhs)]
+    out += [("u", "u", problem.u), ("u", "grad u", problem.grad_u), ("u", "the Laplacian of u", problem.lap_u)]
+    out += [("u", name, g) for name, g in (("u_t", problem.ut), ("u_tt", problem.utt)) if g is not None]
+    return out + [("u", RHS[spec.pde], problem.rhs)]
+
+
+def _at(kind: str, Z: np.ndarray, j: int, time: bool) -> str:
+    """'training point 17 (t = 0.5, x = (0, -0.333))': point j of a set, for messages."""
+    x = Z[int(time):, j]
+    coords = ", ".join(f"{v:.3g}" for v in x[:4]) + (", ..." if len(x) > 4 else "")
+    when = f"t = {Z[0, j]:.3g}, " if time else ""
+    return f"{kind}{'' if Z.shape[1] == 1 else f' {j}'} ({when}x = ({coords}))"
+
+
+def check_values(spec: ProblemSpec, problem: Problem, sets: list[PointSet]) -> float:
+    """ProblemError unless, at every point of ``sets``, every derived function is finite and real and c > 0
+    (c >= 0 where the set says so); and, with an exact solution, unless u is nonzero at one of them.
+    Returns max |u| over the points (0.0 without u)."""
+    time, scale = spec.time_dependent, 0.0
     with np.errstate(all="ignore"):
-        cv, fv = coefficient.c(problem.split(inside)[1]), problem.rhs(inside)
-    if not np.all(np.isfinite(cv)) or not np.all(np.isfinite(fv)):
-        raise ProblemError("f", "c or f is not finite at some points of the domain")
-    if np.any(cv <= 0):
-        raise ProblemError("c", f"c(x) must be positive on the domain; it is {float(np.min(cv)):.3g} at some point")
-    return problem
+        for field, name, g in _functions(spec, problem):
+            for kind, Z, strict in sets:
+                try:
+                    values = g(Z)
+                except (ArithmeticError, ValueError, TypeError, NameError) as exc:
+                    raise ProblemError(field, f"{name} cannot be evaluated as a real number: {exc}") from None
+                bad = ~np.isfinite(values) if values.ndim == 1 else ~np.all(np.isfinite(values), axis=0)
+                if bad.any():
+                    j = int(np.argmax(bad))
+                    raise ProblemError(field, f"{name} is not finite at {_at(kind, Z, j, time)}")
+                if name == "c" and np.any(values <= 0 if strict else values < 0):
+                    j = int(np.argmin(values))
+                    raise ProblemError("c", f"c(x) must be positive on the domain; it is {values[j]:.3g} at "
+                                            f"{_at(kind, Z, j, time)} (checked: c > 0 at the training, test "
+                                            "and Halton points, c >= 0 at the centre and a grid; docs/your-pde.md)")
+                if name == "u":
+                    scale = max(scale, float(np.max(np.abs(values))))
+    if problem.u is not None and scale == 0.0:
+        raise ProblemError("u", "u is 0 at every check point: u = 0 solves nothing (its right-hand side is 0 "
+                                "and its relative l2 error undefined)")
+    return scale
 
 
-def _check(spec: ProblemSpec, problem: Problem) -> None:
-    """c > 0 inside the domain; u = 0 on the boundary (and at t = 0; u_t = 0 there when hyperbolic)."""
-    inside = domain_points(512, spec.d, spec.time_dependent, spec.domain)
+def _check_conditions(spec: ProblemSpec, problem: Problem, scale: float) -> None:
+    """u = 0 on the boundary and at t = 0 (u_t = 0 there when hyperbolic), relative to ``scale`` = max |u|."""
+    where = boundary_points(256, spec.d, spec.time_dependent, spec.domain)
     with np.errstate(all="ignore"):
-        c = problem.coefficient.c(problem.split(inside)[1])
-        u_in = problem.u(inside)
-        if not np.all(np.isfinite(c)) or not np.all(np.isfinite(u_in)):
-            raise ProblemError("u", "c or u is not finite at some points of the domain")
-        if np.any(c <= 0):
-            raise ProblemError("c", f"c(x) must be positive on the domain; it is {float(np.min(c)):.3g} at some point")
-        scale = max(float(np.max(np.abs(u_in))), 1e-300)
-        where = boundary_points(256, spec.d, spec.time_dependent, spec.domain)
-        checks = [("the boundary", problem.u(where))]
+        checks = [("the boundary", "|u|", problem.u(where))]  # type: ignore[misc]
         if spec.time_dependent:
             initial = domain_points(256, spec.d, True, spec.domain)
             initial[0] = 0.0
-            checks.append(("t = 0", problem.u(initial)))
+            checks.append(("t = 0", "|u|", problem.u(initial)))  # type: ignore[misc]
             if spec.pde == "hyperbolic":
-                checks.append(("t = 0 (u_t)", problem.ut(initial)))  # type: ignore[misc]
-    for name, values in checks:
+                checks.append(("t = 0", "|u_t|", problem.ut(initial)))  # type: ignore[misc]
+    for name, label, values in checks:
         worst = float(np.max(np.abs(values))) / scale
         if not worst <= BC_TOLERANCE:
-            raise ProblemError("u", f"the exact solution is not 0 at {name}: |u| / max|u| = {worst:.2g} "
+            what = "its time derivative u_t" if label == "|u_t|" else "the exact solution"
+            raise ProblemError("u", f"{what} is not 0 at {name}: {label} / max|u| = {worst:.2g} "
                                     f"(tolerance {BC_TOLERANCE:g})")
