@@ -365,7 +365,7 @@ def plot(
 
     chosen = opt.report_specs(config, [experiment], results, out, iterations, out_is_dir=True)
     out_dir = out if out is not None else results / experiment / "figures"
-    opt.writable_dir(out_dir, "--out")
+    opt.out_path(out_dir, is_dir=True) if out is not None else opt.writable_dir(out_dir, "--out")
     sel, _ = _shown(results, chosen, iterations, named=True)
     for path in plot_experiment(sel.of(experiment), experiment, out_dir):
         typer.echo(str(path))
@@ -401,7 +401,7 @@ def study_step_size(
     tau_list = opt.parse_taus(taus)
     opt.positive(iterations, "--iterations")
     out_dir = out if out is not None else results / spec.name / "study-step-size"
-    opt.writable_dir(out_dir, "--out" if out is not None else "--results")
+    opt.out_path(out_dir, is_dir=True) if out is not None else opt.writable_dir(out_dir, "--results")
     with exclusive(out_dir):
         _step_size_runs(spec, size_list, seed_list, tau_list, iterations, out_dir)
 
