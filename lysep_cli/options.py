@@ -304,8 +304,13 @@ def readable_dir(path: Path, option: str) -> Path:
 def out_path(out: Path, is_dir: bool = False) -> Path:
     """``--out``: a file (or, ``is_dir``, a directory) that can be written in a directory that exists:
     lysep creates no directory above what ``--out`` names (``--out /nonexistent/x.md`` is bad input)."""
-    parent = out.absolute().parent
-    if not parent.is_dir():
-        raise BadInput(f"--out {out}: directory {parent} does not exist (create it first)")
+    _existing_parent(out, "--out")
     return (writable_dir if is_dir else writable_file)(out, "--out")
 
+
+@_one_line_errors
+def _existing_parent(path: Path, option: str) -> Path:
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise BadInput(f"{option} {path}: directory {parent} does not exist (create it first)")
+    return parent
