@@ -19,8 +19,9 @@
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make regenerate       the archive remade with today's kernels into REGEN (default results/regen/, made with
 #                         the experiments file REGEN/experiments.yaml): the paper sweep, rfls, rfm, the extras
-#                         and the depth study (resumes; ~20 CPU-hours), then `lysep verify --against` the old
-#                         archive's finals (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
+#                         and the depth study (resumes; ~24.7 CPU-hours, what the archive's records took:
+#                         `lysep status --timing`), then `lysep verify --against` the old archive's finals
+#                         (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
 #   make adopt-regen      once REGEN is complete and agrees: its records replace those of RESULTS (per
 #                         experiment and solver; the step-size study stays); then make outputs docs;
 #                         ACCEPT=EXP:SOLVER:LxM,... names cells known to differ (docs/archive.md)
