@@ -401,7 +401,7 @@ def study_step_size(
     tau_list = opt.parse_taus(taus)
     opt.positive(iterations, "--iterations")
     out_dir = out if out is not None else results / spec.name / "study-step-size"
-    opt.out_path(out_dir, is_dir=True) if out is not None else opt.writable_dir(out_dir, "--results")
+    opt.writable_dir(out_dir, "--out" if out is not None else "--results")
     with exclusive(out_dir):
         _step_size_runs(spec, size_list, seed_list, tau_list, iterations, out_dir)
 
