@@ -390,6 +390,8 @@ def study_step_size(
 ) -> None:
     """LySep as written (one fixed tau; tau = 0: closed-form updates only) beside per-block backtracking:
     final J, J_S, l2, hidden-layer movement, divergence.  Resumes: runs already in OUT/runs.csv are kept."""
+    from lysep_cli.execution.runner import RunKey
+    from lysep_cli.execution.sweep import check_runs
     from lysep_cli.reports.study import exclusive
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
@@ -398,6 +400,7 @@ def study_step_size(
     size_list = specs.parse_sizes(sizes, spec, "lysep")
     seed_list = specs.parse_seeds(seeds, spec)
     specs.check_sizes(spec, ["lysep"], size_list)
+    check_runs(spec, [RunKey("lysep", L, M, 0) for L, M in size_list])
     tau_list = opt.parse_taus(taus)
     opt.positive(iterations, "--iterations")
     out_dir = out if out is not None else results / spec.name / "study-step-size"

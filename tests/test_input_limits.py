@@ -179,3 +179,12 @@ def _lysep_tiny(tmp_path: Path) -> Path:
     return write_tiny(tmp_path, TINY_YAML.replace(
         "      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n",
         "      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n      lysep: {step_rule: backtracking, tau: 1.0e-8}\n", 1))
+
+
+def test_the_step_size_study_checks_the_same_bounds_and_memory(tmp_path, monkeypatch):
+    results = tmp_path / "r"
+    args = ["study", "step-size", "elliptic-2d", "--config", str(CONFIG), "--results", str(results), "--seeds", "0"]
+    assert "3x20000 is beyond the largest network" in _one_error_line(cli.invoke(app, args + ["--sizes", "3x20000"]))
+    monkeypatch.setattr(memory, "available_bytes", lambda: 10**9)
+    line = _one_error_line(cli.invoke(app, args + ["--sizes", "3x5000"]))
+    assert "size 3x5000 (lysep): the runs need about" in line and not results.exists()

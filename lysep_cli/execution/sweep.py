@@ -62,18 +62,25 @@ def check_request(req: SweepRequest) -> None:
     """BadInput, before the data set is drawn or anything is locked or written, for a size beyond
     :data:`memory.MAX_L` / :data:`memory.MAX_M`, or a data set (n_train, n_test) that alone exceeds the
     memory available (this process draws it to plan the runs)."""
-    spec = req.spec
-    for solver in req.solvers:
-        for L, M in req.sizes[solver]:
-            if L > memory.MAX_L or M > memory.MAX_M:
-                raise BadInput(f"--sizes: {L}x{M} is beyond the largest network lysep runs, L <= {memory.MAX_L} "
-                               f"and M <= {memory.MAX_M} (the depth study and the tests reach L = 5, the widest "
-                               "configured network M = 3200; docs/running.md, \"Memory\")")
+    check_runs(req.spec, [RunKey(s, L, M, 0) for s in req.solvers for L, M in req.sizes[s]], jobs=None)
+
+
+def check_runs(spec: ExperimentSpec, keys: list[RunKey], jobs: int | None = 1) -> None:
+    """BadInput for a size beyond :data:`memory.MAX_L` / :data:`memory.MAX_M` among the runs ``keys``, a
+    data set bigger than the memory available, and (``jobs`` not None) runs that are: what a command that
+    trains networks checks before it draws the data set (``lysep run``, ``lysep study step-size``)."""
+    for L, M in sorted({(k.L, k.M) for k in keys}):
+        if L > memory.MAX_L or M > memory.MAX_M:
+            raise BadInput(f"--sizes: {L}x{M} is beyond the largest network lysep runs, L <= {memory.MAX_L} "
+                           f"and M <= {memory.MAX_M} (the depth study and the tests reach L = 5, the widest "
+                           "configured network M = 3200; docs/running.md, \"Memory, sizes and paths\")")
     free = memory.available_bytes()
     need = memory.data_bytes(_shape(spec)[0], spec.n_train, spec.n_test)
     if free is not None and need > free:
         raise BadInput(f"{spec.name}: its data set (n_train {spec.n_train}, n_test {spec.n_test}) needs about "
                        f"{_size(need)} to draw, this machine has {_size(free)} available; nothing was run")
+    if jobs is not None:
+        check_memory(spec, keys, jobs)
 
 
 def check_memory(spec: ExperimentSpec, keys: list[RunKey], jobs: int) -> None:
