@@ -53,7 +53,8 @@ def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# What a run allocates: the model of ``lysep run``'s memory pre-check (docs/running.md, "Memory").
+# What a run allocates: the model of ``lysep run``'s memory pre-check (docs/running.md, "Memory, sizes
+# and paths").
 #
 # Bytes of float64 arrays, by kind (n_in inputs, n_second second-derivative channels, L layers of width M,
 # N training and T test points, P parameters):

@@ -86,7 +86,8 @@ def check_runs(spec: ExperimentSpec, keys: list[RunKey], jobs: int | None = 1) -
 def check_memory(spec: ExperimentSpec, keys: list[RunKey], jobs: int) -> None:
     """BadInput when the runs ``keys``, ``jobs`` at a time (each worker process with its own data set), need
     more than the memory available: such a run could only fail, or swap the machine, after its data set
-    was built.  The need is :func:`memory.run_parts` of the largest run (docs/running.md, "Memory")."""
+    was built.  The need is :func:`memory.run_parts` of the largest run (docs/running.md, "Memory, sizes
+    and paths")."""
     free = memory.available_bytes()
     if free is None or not keys:
         return
@@ -155,10 +156,10 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
             warn(f"{problem}; redoing this run")
         if len(plan.invalid) > 5:
             warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
-        for key in plan.todo:
+        for key in (k for k in plan.todo if runner.keeps_checkpoint(k.solver)):
             path = checkpoints.checkpoint_path(results, spec.name, key.solver, key.L, key.M, key.seed)
             why = checkpoints.unreadable(path)
-            if why is not None and runner.keeps_checkpoint(key.solver):
+            if why is not None:
                 warn(f"{path}: checkpoint cannot be read ({why}); {key.label()} starts from scratch")
         say(_announce(req, plan, session))
         return _run_and_summarise(req, plan, held, session, echo, warn, summarise)
