@@ -19,8 +19,9 @@
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make regenerate       the archive remade with today's kernels into REGEN (default results/regen/, made with
 #                         the experiments file REGEN/experiments.yaml): the paper sweep, rfls, rfm, the extras
-#                         and the depth study (resumes; ~20 CPU-hours), then `lysep verify --against` the old
-#                         archive's finals (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
+#                         and the depth study (resumes; ~24.7 CPU-hours, what the archive's records took:
+#                         `lysep status --timing`), then `lysep verify --against` the old archive's finals
+#                         (OLD_FINALS, results/paper-finals-2026-11.csv) cell by cell
 #   make adopt-regen      once REGEN is complete and agrees: its records replace those of RESULTS (per
 #                         experiment and solver; the step-size study stays); then make outputs docs;
 #                         ACCEPT=EXP:SOLVER:LxM,... names cells known to differ (docs/archive.md)
@@ -45,7 +46,7 @@ SCHEDULER_FILE ?=
 CLUSTER_FLAGS := $(if $(SCHEDULER),--scheduler $(SCHEDULER)) $(if $(SCHEDULER_FILE),--scheduler-file $(SCHEDULER_FILE))
 # CONFIG: another experiments file for every lysep command (default: ./experiments.yaml)
 CONFIG ?=
-CONFIG_FLAGS := $(if $(CONFIG),--config $(CONFIG))
+CONFIG_FLAGS := $(if $(CONFIG),--config "$(CONFIG)")
 REPRODUCE ?= full
 EXPERIMENTS := elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d
 
@@ -76,25 +77,25 @@ FIXED_TAU_STUDY = for c in $(1); do \
 	  e=$${c%%:*}; r=$${c\#*:}; s=$${r%%:*}; g=$${r\#$$s}; taus=$(FIXED_TAUS); \
 	  if [ "$$g" = ":reduced" ]; then taus=$(FIXED_TAUS_REDUCED); fi; \
 	  if [ "$$g" = ":10d" ]; then taus=$(FIXED_TAUS_10D); fi; \
-	  $(LYSEP) study step-size $$e --sizes $$s --seeds $(FIXED_TAU_SEEDS) --taus $$taus \
-	    --iterations 2000 --results $(RESULTS) $(CONFIG_FLAGS) || exit $$?; \
+	  "$(LYSEP)" study step-size $$e --sizes $$s --seeds $(FIXED_TAU_SEEDS) --taus $$taus \
+	    --iterations 2000 --results "$(RESULTS)" $(CONFIG_FLAGS) || exit $$?; \
 	done
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test,dask]'
+	$(PYTHON) -m venv "$(VENV)"
+	"$(BIN)/python" -m pip install --quiet -e '.[test,dask]'
 	touch $@
 
 test: install
-	$(BIN)/python -m pytest -q
+	"$(BIN)/python" -m pytest -q
 
 reproduce: install
 	$(MAKE) --no-print-directory runs outputs
 
 compact: install
-	$(BIN)/python -m lysep_cli.store.compact $(RESULTS)
+	"$(BIN)/python" -m lysep_cli.store.compact "$(RESULTS)"
 
 reproduce-quick:
 	$(MAKE) --no-print-directory reproduce REPRODUCE=quick
@@ -102,7 +103,7 @@ reproduce-quick:
 runs:
 	@for e in $(EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
+	  "$(LYSEP)" run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 
 EXTRA_SOLVERS ?= pinn-adam,pinn-lbfgs,pinn-lm
@@ -112,26 +113,26 @@ EXTRA_EXPERIMENTS ?= $(EXPERIMENTS)
 extras: install
 	@for e in $(EXTRA_EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS))"; \
-	  $(LYSEP) run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
+	  "$(LYSEP)" run $$e --solver $(EXTRA_SOLVERS) --seeds $(EXTRA_SEEDS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) $(SHOW_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 	$(MAKE) --no-print-directory outputs
 
 outputs:
-	@mkdir -p $(RESULTS)/tables
+	@mkdir -p "$(RESULTS)"/tables
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) table $$e --format latex $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e.tex || exit $$?; \
-	  $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
+	  "$(LYSEP)" table $$e --format latex $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/$$e.tex || exit $$?; \
+	  "$(LYSEP)" table $$e --format markdown $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/$$e.md || exit $$?; \
 	done
-	$(LYSEP) table $(EXPERIMENTS) --format latex --standalone $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/tables.tex
-	$(LYSEP) table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/tables.md
-	$(LYSEP) compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/comparison.md
-	$(LYSEP) compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/comparison.tex
-	$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/status.md
+	"$(LYSEP)" table $(EXPERIMENTS) --format latex --standalone $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/tables.tex
+	"$(LYSEP)" table $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/tables.md
+	"$(LYSEP)" compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/comparison.md
+	"$(LYSEP)" compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/comparison.tex
+	"$(LYSEP)" status $(EXPERIMENTS) $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/status.md
 	@for e in $(EXPERIMENTS); do \
-	  $(LYSEP) plot $$e $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) || exit $$?; \
+	  "$(LYSEP)" plot $$e $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) || exit $$?; \
 	done
 	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, status.md, <experiment>/figures/"
-	@$(LYSEP) status $(EXPERIMENTS) $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --summary
+	@"$(LYSEP)" status $(EXPERIMENTS) $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --summary
 
 DEPTH_EXPERIMENTS := elliptic-2d-depth elliptic-10d-depth
 DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
@@ -139,16 +140,16 @@ DEPTH_SOLVERS ?= lysep,pinn,rfls,pinn-lbfgs
 depth: install
 	@for e in $(DEPTH_EXPERIMENTS); do \
 	  echo "== lysep run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  $(LYSEP) run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
+	  "$(LYSEP)" run $$e --solver $(DEPTH_SOLVERS) --jobs $(JOBS) $(CLUSTER_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 	$(MAKE) --no-print-directory depth-outputs
 
 depth-outputs:
-	@mkdir -p $(RESULTS)/tables
+	@mkdir -p "$(RESULTS)"/tables
 	@for e in $(DEPTH_EXPERIMENTS); do \
-	  if ls $(RESULTS)/$$e/*/L*-M*/seed-*.json >/dev/null 2>&1; then \
-	    $(LYSEP) table $$e --format markdown $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e.md || exit $$?; \
-	    $(LYSEP) study depth $$e $(SHOW_FLAGS) --results $(RESULTS) $(CONFIG_FLAGS) --out $(RESULTS)/tables/$$e-study.md || exit $$?; \
+	  if ls "$(RESULTS)"/$$e/*/L*-M*/seed-*.json >/dev/null 2>&1; then \
+	    "$(LYSEP)" table $$e --format markdown $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/$$e.md || exit $$?; \
+	    "$(LYSEP)" study depth $$e $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/$$e-study.md || exit $$?; \
 	  else echo "$$e: no runs under $(RESULTS)/ yet"; fi; \
 	done
 
@@ -158,42 +159,42 @@ fixed-tau: install
 	wait $$pid || status=$$?; exit $${status:-0}
 
 docs: install
-	$(BIN)/python docs/refresh.py --results $(RESULTS)
+	"$(BIN)/python" docs/refresh.py --results "$(RESULTS)"
 
 REGEN ?= results/regen
 OLD_FINALS ?= results/paper-finals-2026-11.csv
 
-REGEN_FLAGS = --results $(REGEN) --config $(REGEN)/experiments.yaml
+REGEN_FLAGS = --results "$(REGEN)" --config "$(REGEN)/experiments.yaml"
 # SAME_NUMERICS=1: every lysep run refuses to add to an archive made by other numerics (make regenerate)
 NUMERICS_FLAGS = $(if $(SAME_NUMERICS),--same-numerics)
 
 # what the old archive holds beyond the paper sweep: the extras in three experiments and four 10-D runs
 regenerate: install
-	$(MAKE) --no-print-directory runs RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml SAME_NUMERICS=1
-	$(MAKE) --no-print-directory extras RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml SAME_NUMERICS=1 \
+	$(MAKE) --no-print-directory runs RESULTS="$(REGEN)" CONFIG="$(REGEN)/experiments.yaml" SAME_NUMERICS=1
+	$(MAKE) --no-print-directory extras RESULTS="$(REGEN)" CONFIG="$(REGEN)/experiments.yaml" SAME_NUMERICS=1 \
 	  EXTRA_EXPERIMENTS="elliptic-2d parabolic-5d hyperbolic-5d"
-	$(LYSEP) run elliptic-10d --solver pinn-adam --sizes 3x20 --seeds 0 --same-numerics $(REGEN_FLAGS)
-	$(LYSEP) run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 --same-numerics $(REGEN_FLAGS)
-	$(MAKE) --no-print-directory depth RESULTS=$(REGEN) CONFIG=$(REGEN)/experiments.yaml SAME_NUMERICS=1
-	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
+	"$(LYSEP)" run elliptic-10d --solver pinn-adam --sizes 3x20 --seeds 0 --same-numerics $(REGEN_FLAGS)
+	"$(LYSEP)" run elliptic-10d --solver pinn-lbfgs --sizes 3x50 --seeds 0-2 --same-numerics $(REGEN_FLAGS)
+	$(MAKE) --no-print-directory depth RESULTS="$(REGEN)" CONFIG="$(REGEN)/experiments.yaml" SAME_NUMERICS=1
+	"$(LYSEP)" verify --against "$(OLD_FINALS)" $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
 
 # the regenerated archive replaces the records of RESULTS (default results/paper) once it is complete and
 # agrees with the old finals: each <experiment>/<solver>/ of REGEN moves over the old one; the step-size
 # study, the finals file and everything REGEN does not hold stay; then `make outputs docs` (docs/archive.md)
 adopt-regen: install
-	$(LYSEP) status elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d --solver pinn,lysep,rfls,rfm --check --summary $(REGEN_FLAGS)
-	$(LYSEP) status elliptic-2d parabolic-5d hyperbolic-5d --solver pinn-adam,pinn-lbfgs,pinn-lm --seeds 0-2 \
+	"$(LYSEP)" status elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d --solver pinn,lysep,rfls,rfm --check --summary $(REGEN_FLAGS)
+	"$(LYSEP)" status elliptic-2d parabolic-5d hyperbolic-5d --solver pinn-adam,pinn-lbfgs,pinn-lm --seeds 0-2 \
 	  --check --summary $(REGEN_FLAGS)
-	$(LYSEP) status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
-	$(LYSEP) status --one-numerics --summary $(REGEN_FLAGS)
-	@for f in $(RESULTS)/*/*/*/seed-*.json; do r=$${f#$(RESULTS)/}; test -f $(REGEN)/$$r || \
+	"$(LYSEP)" status elliptic-2d-depth elliptic-10d-depth --check --summary $(REGEN_FLAGS)
+	"$(LYSEP)" status --one-numerics --summary $(REGEN_FLAGS)
+	@for f in "$(RESULTS)"/*/*/*/seed-*.json; do r=$${f#"$(RESULTS)"/}; test -f "$(REGEN)/$$r" || \
 	  { echo "adopt-regen: $(REGEN)/ lacks $$r, which $(RESULTS)/ holds"; exit 1; }; done
-	$(LYSEP) verify --sample 2 --cheapest $(REGEN_FLAGS)
-	$(LYSEP) verify --sample 1 --cheapest --solver lysep $(REGEN_FLAGS)
-	$(LYSEP) verify --against $(OLD_FINALS) $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
-	for f in $(REGEN)/*/data.npz; do cmp $$f $(RESULTS)/$$(basename $$(dirname $$f))/data.npz || exit $$?; done
-	for d in $(REGEN)/*/*/; do \
-	  e=$$(basename $$(dirname $$d)); s=$$(basename $$d); \
-	  rm -rf $(RESULTS)/$$e/$$s && mkdir -p $(RESULTS)/$$e && mv $$d $(RESULTS)/$$e/$$s || exit $$?; \
+	"$(LYSEP)" verify --sample 2 --cheapest $(REGEN_FLAGS)
+	"$(LYSEP)" verify --sample 1 --cheapest --solver lysep $(REGEN_FLAGS)
+	"$(LYSEP)" verify --against "$(OLD_FINALS)" $(REGEN_FLAGS) $(if $(ACCEPT),--accept $(ACCEPT))
+	for f in "$(REGEN)"/*/data.npz; do cmp "$$f" "$(RESULTS)/$$(basename "$$(dirname "$$f")")/data.npz" || exit $$?; done
+	for d in "$(REGEN)"/*/*/; do \
+	  e=$$(basename "$$(dirname "$$d")"); s=$$(basename "$$d"); \
+	  rm -rf "$(RESULTS)/$$e/$$s" && mkdir -p "$(RESULTS)/$$e" && mv "$$d" "$(RESULTS)/$$e/$$s" || exit $$?; \
 	done
-	$(LYSEP) status --one-numerics --summary --results $(RESULTS)
+	"$(LYSEP)" status --one-numerics --summary --results "$(RESULTS)"

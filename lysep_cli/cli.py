@@ -369,7 +369,7 @@ def plot(
 
     chosen = opt.report_specs(config, [experiment], results, out, iterations, out_is_dir=True)
     out_dir = out if out is not None else results / experiment / "figures"
-    opt.writable_dir(out_dir, "--out")
+    opt.out_path(out_dir, is_dir=True) if out is not None else opt.writable_dir(out_dir, "--out")
     sel, _ = _shown(results, chosen, iterations, named=True)
     for path in plot_experiment(sel.of(experiment), experiment, out_dir):
         typer.echo(str(path))
@@ -394,6 +394,8 @@ def study_step_size(
 ) -> None:
     """LySep as written (one fixed tau; tau = 0: closed-form updates only) beside per-block backtracking:
     final J, J_S, l2, hidden-layer movement, divergence.  Resumes: runs already in OUT/runs.csv are kept."""
+    from lysep_cli.execution.runner import RunKey
+    from lysep_cli.execution.sweep import check_runs
     from lysep_cli.reports.study import exclusive
 
     spec = specs.select_experiments(opt.load(config), [experiment])[0]
@@ -402,6 +404,7 @@ def study_step_size(
     size_list = specs.parse_sizes(sizes, spec, "lysep")
     seed_list = specs.parse_seeds(seeds, spec)
     specs.check_sizes(spec, ["lysep"], size_list)
+    check_runs(spec, [RunKey("lysep", L, M, 0) for L, M in size_list])
     tau_list = opt.parse_taus(taus)
     opt.positive(iterations, "--iterations")
     out_dir = out if out is not None else results / spec.name / "study-step-size"

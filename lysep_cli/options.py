@@ -219,7 +219,7 @@ def report_specs(config: Optional[Path], experiments: Optional[list[str]], resul
     positive(iterations, "--iterations")
     readable_dir(results, "--results")
     if out is not None:
-        (writable_dir if out_is_dir else writable_file)(out, "--out")
+        out_path(out, out_is_dir)
     return chosen
 
 
@@ -299,3 +299,18 @@ def readable_dir(path: Path, option: str) -> Path:
     if not os.access(path, os.R_OK | os.X_OK):
         raise BadInput(f"{option} {path}: no permission to read")
     return path
+
+
+def out_path(out: Path, is_dir: bool = False) -> Path:
+    """``--out``: a file (or, ``is_dir``, a directory) that can be written in a directory that exists:
+    lysep creates no directory above what ``--out`` names (``--out /nonexistent/x.md`` is bad input)."""
+    _existing_parent(out, "--out")
+    return (writable_dir if is_dir else writable_file)(out, "--out")
+
+
+@_one_line_errors
+def _existing_parent(path: Path, option: str) -> Path:
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise BadInput(f"{option} {path}: directory {parent} does not exist (create it first)")
+    return parent

@@ -84,6 +84,7 @@ def test_run_skip_table(tiny):
     tex = cli.invoke(app, ["table", "elliptic-2d", "--format", "latex"] + base)
     assert tex.exit_code == 0 and "\\begin{tabular}" in tex.stdout
     md_path = results.parent / "t" / "table.md"
+    md_path.parent.mkdir(exist_ok=True)  # --out creates no directory
     md = cli.invoke(app, ["table", "--format", "markdown", "--out", str(md_path)] + base)
     assert md.exit_code == 0 and "| (3,6)" in md_path.read_text()
     listing = cli.invoke(app, ["list", "--config", str(config)])

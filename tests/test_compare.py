@@ -191,7 +191,8 @@ def test_all_experiments_and_extra_solver(tmp_path):
     (root / "my-own").mkdir()  # not in the experiments file: never read
     names = list(SPECS)
     comp = build_comparison(comparison(root, names), names)
-    assert comp.experiments == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
+    assert comp.experiments == names  # the depth studies too: ours alone, no published cells
+    assert comp.summary["elliptic-2d-depth"]["cells"] == 0
     s = comp.summary["hyperbolic-5d"]
     assert s["cells"] == 20 and s["missing"] == 20 and s["compared"] == 0
     rf = comp.cells[comp.cells.solver == "rfls"]

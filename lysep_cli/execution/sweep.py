@@ -15,6 +15,7 @@ from lysep_cli.execution import cluster, interrupts, memory, runner
 from lysep_cli.execution.runner import Plan, RunKey
 from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import atomic, locks, records
+from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store.layout import RunPath
 from lysep_cli.store.schema import RunRecord
 
@@ -47,22 +48,65 @@ class Interrupted(Exception):
         self.code = code
 
 
-def check_memory(spec: ExperimentSpec, size_list: list[tuple[int, int]], jobs: int) -> None:
-    """BadInput when even the channels of one run (times ``jobs``, the runs at a time) exceed the memory
-    available: such a run could only fail, or swap the machine, after its data set was built."""
+def _shape(spec: ExperimentSpec) -> tuple[int, int]:
+    """(n_in, n_second): the network's inputs (x, and t for the time-dependent PDEs) and its
+    second-derivative channels (the Laplacian's d, and u_tt for the hyperbolic PDE)."""
+    return spec.d + (spec.pde != "elliptic"), spec.d + (spec.pde == "hyperbolic")
+
+
+def _size(b: float) -> str:
+    return f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB"
+
+
+def check_request(req: SweepRequest) -> None:
+    """BadInput, before the data set is drawn or anything is locked or written, for a size beyond
+    :data:`memory.MAX_L` / :data:`memory.MAX_M`, or a data set (n_train, n_test) that alone exceeds the
+    memory available (this process draws it to plan the runs)."""
+    check_runs(req.spec, [RunKey(s, L, M, 0) for s in req.solvers for L, M in req.sizes[s]], jobs=None)
+
+
+def check_runs(spec: ExperimentSpec, keys: list[RunKey], jobs: int | None = 1) -> None:
+    """BadInput for a size beyond :data:`memory.MAX_L` / :data:`memory.MAX_M` among the runs ``keys``, a
+    data set bigger than the memory available, and (``jobs`` not None) runs that are: what a command that
+    trains networks checks before it draws the data set (``lysep run``, ``lysep study step-size``)."""
+    for L, M in sorted({(k.L, k.M) for k in keys}):
+        if L > memory.MAX_L or M > memory.MAX_M:
+            raise BadInput(f"--sizes: {L}x{M} is beyond the largest network lysep runs, L <= {memory.MAX_L} "
+                           f"and M <= {memory.MAX_M} (the depth study and the tests reach L = 5, the widest "
+                           "configured network M = 3200; docs/running.md, \"Memory, sizes and paths\")")
     free = memory.available_bytes()
-    if free is None:
+    need = memory.data_bytes(_shape(spec)[0], spec.n_train, spec.n_test)
+    if free is not None and need > free:
+        raise BadInput(f"{spec.name}: its data set (n_train {spec.n_train}, n_test {spec.n_test}) needs about "
+                       f"{_size(need)} to draw, this machine has {_size(free)} available; nothing was run")
+    if jobs is not None:
+        check_memory(spec, keys, jobs)
+
+
+def check_memory(spec: ExperimentSpec, keys: list[RunKey], jobs: int) -> None:
+    """BadInput when the runs ``keys``, ``jobs`` at a time (each worker process with its own data set), need
+    more than the memory available: such a run could only fail, or swap the machine, after its data set
+    was built.  The need is :func:`memory.run_parts` of the largest run (docs/running.md, "Memory, sizes
+    and paths")."""
+    free = memory.available_bytes()
+    if free is None or not keys:
         return
-    n_in = spec.d + (spec.pde != "elliptic")
-    n_second = spec.d + (spec.pde == "hyperbolic")
-    L, M = max(size_list, key=lambda s: memory.channel_bytes(n_in, n_second, s[0], s[1], spec.n_train))
-    need = memory.channel_bytes(n_in, n_second, L, M, spec.n_train) * jobs
+    n_in, n_second = _shape(spec)
+
+    def parts(key: RunKey) -> dict[str, int]:
+        maxcor = getattr(spec.solvers.get(key.solver), "maxcor", 20)
+        return memory.run_parts(key.solver, n_in, n_second, key.L, key.M, spec.n_train, spec.n_test, maxcor)
+
+    worst = max(keys, key=lambda k: sum(parts(k).values()))
+    at_once = min(jobs, len(keys))
+    data = memory.data_bytes(n_in, spec.n_train, spec.n_test)
+    need = data * (1 + (at_once if jobs > 1 else 0)) + at_once * sum(parts(worst).values())
     if need > free:
-        at_once = f" ({jobs} runs at a time)" if jobs > 1 else ""
-        size = lambda b: f"{b / 1e9:.1f} GB" if b >= 1e9 else f"{b / 1e6:.1f} MB"  # noqa: E731
-        raise BadInput(f"size {L}x{M}: a run needs at least {size(need)}{at_once} (its channels alone: "
-                        f"(1 + {n_in} + {n_second}) x {M} x {spec.n_train} doubles per hidden layer), "
-                        f"this machine has {size(free)} available")
+        top = ", ".join(f"{name} {_size(b)}" for name, b in sorted(parts(worst).items(), key=lambda x: -x[1])[:3])
+        runs = f" ({at_once} runs at a time)" if at_once > 1 else ""
+        raise BadInput(f"size {worst.L}x{worst.M} ({worst.solver}): the runs need about {_size(need)}{runs} "
+                       f"(one run: {top}, ...; n_train {spec.n_train}), this machine has {_size(free)} "
+                       "available; nothing was run")
 
 
 def _locked_plan(held: locks.RunLocks, req: SweepRequest, plan: Plan, make_plan: Callable[[], Plan],
@@ -89,7 +133,7 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
 
     def check(plan: Plan) -> None:  # before anything is locked or written
         if req.target is None and plan.todo:  # (on a cluster, the workers' memory is theirs to judge)
-            check_memory(spec, sorted({(k.L, k.M) for k in plan.todo}), min(jobs, len(plan.todo)))
+            check_memory(spec, plan.todo, jobs)
         if plan.conflicts and not req.force:
             _, path, why = plan.conflicts[0]
             raise BadInput(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, "
@@ -99,6 +143,7 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
     def make_plan() -> Plan:
         return runner.plan_runs(spec, req.solvers, req.sizes, req.seeds, req.iterations, results, req.force)
 
+    check_request(req)
     try:
         plan = make_plan()
         check(plan)
@@ -111,6 +156,11 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
             warn(f"{problem}; redoing this run")
         if len(plan.invalid) > 5:
             warn(f"... and {len(plan.invalid) - 5} more invalid run record(s), redone as well")
+        for key in (k for k in plan.todo if runner.keeps_checkpoint(k.solver)):
+            path = checkpoints.checkpoint_path(results, spec.name, key.solver, key.L, key.M, key.seed)
+            why = checkpoints.unreadable(path)
+            if why is not None:
+                warn(f"{path}: checkpoint cannot be read ({why}); {key.label()} starts from scratch")
         say(_announce(req, plan, session))
         return _run_and_summarise(req, plan, held, session, echo, warn, summarise)
     finally:

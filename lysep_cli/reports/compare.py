@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lysep_cli.reports.selection import (PAPER_MODELS, QUANTITIES, STD_NOTE, Selection, aggregate, dash,
-                                         display_name, pm, published, published_frame, solver_key)
+from lysep_cli.reports.selection import (PAPER_MODELS, QUANTITIES, STD_NOTE, NothingToShow, Selection, aggregate,
+                                         dash, display_name, pm, published, published_frame, solver_key)
 from lysep_cli.store.schema import RunRecord
 
 #: a cell is "within 10x" of the paper when the interval of ours/paper lies in [1/WITHIN, WITHIN]
@@ -133,8 +133,9 @@ def build_comparison(selection: Selection, experiments: list[str]) -> Comparison
     pub_tables = published()
     pub = published_frame()
     agg = aggregate(selection.records)
-    # Only the experiments of the paper's tables (a study such as elliptic-10d-depth has nothing to compare).
-    experiments = [e for e in dict.fromkeys(experiments) if e in pub_tables]
+    # An experiment not in the paper's tables (a study such as elliptic-10d-depth, a problem of your own)
+    # has no published cells: its rows are ours alone.
+    experiments = list(dict.fromkeys(experiments))
 
     cells: list[dict[str, Any]] = []
     verdicts: list[dict[str, Any]] = []
@@ -327,7 +328,9 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
         out += ["% lysep compare: our runs vs the published tables (requires \\usepackage{booktabs})", "",
                 f.text(legend()), ""]
     else:
-        out += ["# Our runs vs the published tables", "", legend(), ""]
+        title = ("Our runs vs the published tables" if any(e in published() for e in comp.experiments) else
+                 "Our runs (none of these experiments is in the paper's tables: no published column)")
+        out += [f"# {title}", "", legend(), ""]
 
     for exp in comp.experiments:
         inf, s = comp.info[exp], comp.summary[exp]
@@ -346,6 +349,7 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
         else:
             out += [f"## {title}", "", note, ""]
 
+        in_paper = exp in published()
         rows = []
         for c in cells.itertuples(index=False):
             has_paper = c.paper_seeds is not None and not pd.isna(c.paper_seeds)
@@ -353,15 +357,16 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
             if c.n_diverged:
                 n += f" (+{c.n_diverged} diverged)"
             ours = f.pm(c.ours_mean, c.ours_std) if c.n_seeds else f"{f.dash()} (0 seeds)"
-            rows.append([f"({c.L},{c.M})", f.text(display_name(c.solver)), f.quantity(c.quantity),
-                         ours, n, f.pm(c.paper_mean, c.paper_std), _ratio(c.ratio, c.ratio_lo, c.ratio_hi),
-                         _verdict(c.within_3x)])
+            paper = [f.pm(c.paper_mean, c.paper_std), _ratio(c.ratio, c.ratio_lo, c.ratio_hi),
+                     _verdict(c.within_3x)] if in_paper else []
+            rows.append([f"({c.L},{c.M})", f.text(display_name(c.solver)), f.quantity(c.quantity), ours, n]
+                        + paper)
         interval = f"Ours/paper [{LEVEL:.0%}]"
-        header = ["(L,M)", "Model", "Quantity", "Ours", "n", "Paper", interval, f"{CLOSE:g}×"]
+        header = ["(L,M)", "Model", "Quantity", "Ours", "n"] + (["Paper", interval, f"{CLOSE:g}×"] if in_paper else [])
         if f.latex:
-            header = [r"$(L,M)$", "Model", "Quantity", "Ours", "$n$", "Paper", f.text(interval),
-                      f"${CLOSE:g}\\times$"]
-        out += f.table(header, rows, "llcrcrrc") if rows else [f.text("(no cells)")]
+            header = [r"$(L,M)$", "Model", "Quantity", "Ours", "$n$"] + (
+                ["Paper", f.text(interval), f"${CLOSE:g}\\times$"] if in_paper else [])
+        out += f.table(header, rows, "llcrcrrc"[:len(header)]) if rows else [f.text("(no cells)")]
         out.append("")
 
         v = comp.verdicts[comp.verdicts.experiment == exp]
@@ -371,15 +376,15 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
                 row = [f"({L},{M})"]
                 for q in ("J", "l2"):
                     gq = g[g.quantity == q].iloc[0]
-                    row += [_yes(gq.ours, f.dash()), _yes(gq.paper, f.dash())]
+                    row += [_yes(gq.ours, f.dash())] + ([_yes(gq.paper, f.dash())] if in_paper else [])
                 vrows.append(row)
             if f.latex:
                 vh = [r"$(L,M)$", r"$J$: ours", r"$J$: paper", r"$\ell_2$: ours", r"$\ell_2$: paper"]
-                out += ["LySep beats PINN (lower mean):", ""]
             else:
                 vh = ["(L,M)", "J: ours", "J: paper", "l2: ours", "l2: paper"]
-                out += ["LySep beats PINN (lower mean):", ""]
-            out += f.table(vh, vrows, "lcccc")
+            vh = vh if in_paper else [h for h in vh if "paper" not in h]
+            out += ["LySep beats PINN (lower mean):", ""]
+            out += f.table(vh, vrows, "lcccc"[:len(vh)])
             out.append("")
 
         out += _every_solver(selection, exp, f)
@@ -420,7 +425,11 @@ def render_headline(selection: Selection, experiments: list[str]) -> str:
     how many of the table's sizes that is) for PINN and LySep J and l2, the cells within 3x (judged on
     the 95 % interval of each ratio, :func:`judge`) and how many are undecided, and the LySep-beats-PINN
     verdict agreement."""
-    comp = build_comparison(selection, experiments)
+    in_paper = [e for e in experiments if e in published()]
+    if not in_paper:
+        raise NothingToShow(f"--headline: none of {', '.join(experiments)} is in the paper's tables, so there is "
+                            "no published number to set ours beside (lysep compare without --headline shows ours)")
+    comp = build_comparison(selection, in_paper)
     rows = []
     for exp in comp.experiments:
         c = comp.cells[comp.cells.experiment == exp]

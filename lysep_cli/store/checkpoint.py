@@ -91,6 +91,22 @@ def checkpoint_path(results_dir: str | Path, experiment: str, solver: str, L: in
     return ResultsDir(results_dir).checkpoint(RunPath(experiment, solver, L, M, seed))
 
 
+def unreadable(path: str | Path) -> str | None:
+    """Why the checkpoint file ``path`` cannot be read (truncated, not a checkpoint, no permission), or
+    None: it reads, or there is none.  A run whose checkpoint cannot be read starts from scratch (and
+    overwrites it); ``lysep run`` says so in one warning line."""
+    if not Path(path).exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            json.loads(str(z[_META][()]))["fingerprint"]
+            for name in z.files:
+                z[name]
+    except _UNREADABLE as exc:
+        return f"{type(exc).__name__}: {' '.join(str(exc).split())[:120]}"
+    return None
+
+
 def saved_sweeps(path: str | Path) -> int | None:
     """How many sweeps the run in a checkpoint file had done (None: no file, or not readable)."""
     try:
