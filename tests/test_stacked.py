@@ -1,0 +1,169 @@
+"""The stacked engine (lysep_cli/accel): a cell's seeds in one stack, per-seed decisions by masks.
+
+On NumPy (``--device cpu-stacked``) every seed of a stack must be the CPU solver's run bit for bit, and a
+seed's run must not depend on the other seeds of its stack.  The tests marked ``gpu`` need CuPy and an
+NVIDIA GPU and are skipped without them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lysep_cli.accel import backend as backends
+from lysep_cli.accel import sigma
+from lysep_cli.accel.pinn import solve_stacked
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
+from lysep_cli.numerics.sincos import sincos
+from lysep_cli.solvers import pinn
+
+SETTINGS = {"lr": 1.0e-3, "lr_final": 1.0e-4}
+CPU = backends.resolve("cpu-stacked")
+
+
+def _data(pde: str, d: int, solution: str | None, n: int = 60) -> tuple:
+    problem = make_problem(pde, d, solution)
+    Z, _ = train_test_points(n, 10, d, time=problem.time_dependent, domain=problem.domain)
+    return problem, TrainingData.build(problem, Z)
+
+
+def _same(a, b) -> bool:
+    """Two SolveResults with the same bits: parameters, history, status and divergence iterate."""
+    return (a.status == b.status and a.diverged_at == b.diverged_at
+            and np.array_equal(a.history["J"], b.history["J"], equal_nan=True)
+            and all(np.array_equal(Wa, Wb) and np.array_equal(ba, bb)
+                    for (Wa, ba), (Wb, bb) in zip(a.params, b.params)))
+
+
+@pytest.mark.parametrize("pde,d,solution,L", [("elliptic", 2, "exp-sin", 3), ("parabolic", 3, None, 3),
+                                              ("hyperbolic", 3, None, 3), ("elliptic", 2, "exp-sin", 2),
+                                              ("hyperbolic", 2, None, 4)])
+def test_each_seed_of_a_stack_is_the_cpu_solvers_run_bit_for_bit(pde, d, solution, L):
+    problem, data = _data(pde, d, solution)
+    params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(3)]
+    with np.errstate(all="ignore"):
+        stacked = solve_stacked(CPU, data, params0, SETTINGS, 12)
+        for p0, got in zip(params0, stacked):
+            assert _same(got, pinn.solve(problem, data, p0, SETTINGS, 12))
+    assert len(stacked[0].history["J"]) == 13
+
+
+def test_a_seed_does_not_depend_on_its_stack():
+    """Seed 3 alone == seed 3 in a stack of 10 == seed 3 in the reversed stack, bit for bit."""
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = {seed: network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)}
+    alone = solve_stacked(CPU, data, [params0[3]], SETTINGS, 10)[0]
+    ten = solve_stacked(CPU, data, [params0[s] for s in range(10)], SETTINGS, 10)
+    backwards = solve_stacked(CPU, data, [params0[s] for s in reversed(range(10))], SETTINGS, 10)
+    assert _same(alone, ten[3]) and _same(alone, backwards[6])
+    assert not _same(ten[3], ten[4])  # (the seeds do differ)
+
+
+def test_divergence_is_decided_per_seed_as_the_cpu_solver_does():
+    """A stack where one seed diverges at its initial network, others after some steps with a large step,
+    and one does not: each seed's result (status, diverged_at, cut history, returned network) is the CPU
+    solver's, and the seeds that go on are not touched by the ones that stopped."""
+    problem, data = _data("elliptic", 2, "exp-sin")
+    params0 = [network.init_params(problem.n_in, 3, 6, seed) for seed in range(4)]
+    params0[1] = [(W * 1e200, b) for W, b in params0[1]]  # J overflows at once: diverged at 0
+    params0[2] = [(W * 30.0, b * 30.0) for W, b in params0[2]]  # large weights: the step blows up
+    settings = {"lr": 0.5}
+    with np.errstate(all="ignore"):
+        stacked = solve_stacked(CPU, data, params0, settings, 40, sync_every=7)
+        cpu = [pinn.solve(problem, data, p0, settings, 40) for p0 in params0]
+    assert [r.status for r in cpu].count("diverged") >= 2 and cpu[1].diverged_at == 0
+    assert cpu[2].status == "diverged" and cpu[2].diverged_at > 0
+    assert all(_same(s, c) for s, c in zip(stacked, cpu))
+
+
+def test_every_seed_diverged_ends_the_run_early_with_the_same_results():
+    problem, data = _data("elliptic", 2, "exp-sin")
+    params0 = [[(W * 1e200, b) for W, b in network.init_params(problem.n_in, 3, 6, seed)] for seed in range(2)]
+    seen: list[int] = []
+    with np.errstate(all="ignore"):
+        stacked = solve_stacked(CPU, data, params0, SETTINGS, 500, progress=lambda k, J: seen.append(k),
+                                sync_every=5)
+    assert seen == [4]  # one sync, then every seed has stopped
+    assert all(r.status == "diverged" and r.diverged_at == 0 and len(r.history["J"]) == 1 for r in stacked)
+
+
+def test_progress_gets_every_seeds_loss_at_each_sync():
+    problem, data = _data("elliptic", 2, "exp-sin")
+    params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
+    seen: list[tuple[int, np.ndarray]] = []
+    out = solve_stacked(CPU, data, params0, SETTINGS, 9, progress=lambda k, J: seen.append((k, J)), sync_every=4)
+    assert [k for k, _ in seen] == [3, 7, 8]
+    assert np.array_equal(seen[-1][1], [r.history["J"][-1] for r in out])
+
+
+def test_cuda_without_cupy_or_gpu_is_one_clear_line(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_cupy(name, *args, **kwargs):
+        if name == "cupy":
+            raise ImportError("No module named 'cupy'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    with pytest.raises(backends.DeviceUnavailable) as exc:
+        backends.resolve("cuda")
+    assert "\n" not in str(exc.value) and "lysep[gpu]" in str(exc.value)
+    with pytest.raises(backends.DeviceUnavailable):
+        backends.resolve("tpu")
+
+
+def test_the_stacked_engine_has_its_own_numerics_id():
+    from lysep_cli.store.fingerprint import numerics_id
+
+    fp = CPU.fingerprint()
+    assert fp["device"] == "cpu-stacked" and fp["array_library"].startswith("numpy ")
+    assert fp["numerics"].startswith("stacked-") and fp["numerics"] != numerics_id()
+
+
+def test_the_cuda_kernel_source_carries_sincos_constants_exactly():
+    """The constants printed into the CUDA source read back as the same doubles (repr round-trips)."""
+    from lysep_cli.numerics import sincos as sc
+
+    src = sigma.cuda_source()
+    for name in ("P1", "P2", "P3", "S6", "C6", "LIMIT", "INV_PIO2"):
+        line = next(l for l in src.splitlines() if l.startswith(f"#define {name} "))
+        assert float(line.split("(", 1)[1].rstrip(")")) == getattr(sc, name)
+    assert "--fmad" not in src  # (an option of the compile, not the source: sigma.sincos passes it)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# On a GPU (skipped without CuPy and an NVIDIA GPU).
+
+def _gpu():
+    try:
+        return backends.resolve("cuda")
+    except backends.DeviceUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.mark.gpu
+def test_gpu_sigma_has_the_cpu_bits():
+    gpu = _gpu()
+    x = np.concatenate([np.random.default_rng(0).normal(0, 3, 100_000), [0.0, -0.0, 1e6, np.inf, np.nan]])
+    s, c = sigma.sincos(gpu.xp, gpu.asarray(x))
+    ref_s, ref_c = sincos(x)
+    ok = np.abs(x) <= 1e5
+    assert np.array_equal(gpu.host(s)[ok], ref_s[ok]) and np.array_equal(gpu.host(c)[ok], ref_c[ok])
+
+
+@pytest.mark.gpu
+def test_gpu_stack_agrees_with_the_cpu_and_a_seed_does_not_depend_on_its_stack():
+    gpu = _gpu()
+    problem, data = _data("hyperbolic", 3, None, n=200)
+    params0 = [network.init_params(problem.n_in, 3, 20, seed) for seed in range(10)]
+    ten = solve_stacked(gpu, data, params0, SETTINGS, 20)
+    alone = solve_stacked(gpu, data, [params0[3]], SETTINGS, 20)[0]
+    backwards = solve_stacked(gpu, data, params0[::-1], SETTINGS, 20)
+    assert _same(alone, ten[3]) and _same(alone, backwards[6])
+    cpu = pinn.solve(problem, data, params0[3], SETTINGS, 20)
+    assert np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.array(cpu.history["J"])) < 1e-10
