@@ -299,3 +299,27 @@ def readable_dir(path: Path, option: str) -> Path:
     if not os.access(path, os.R_OK | os.X_OK):
         raise BadInput(f"{option} {path}: no permission to read")
     return path
+
+
+def device(name: str, solvers: list[str], jobs: int, target: Any) -> str:
+    """``--device``: cpu, or a stacked device (cpu-stacked, cuda; docs/gpu.md) that can run here, for solvers it
+    runs (stacked, or on the host), in this process (no --jobs, no --scheduler)."""
+    from lysep_cli.accel import backend
+
+    if name == "cpu":
+        return name
+    if name not in backend.DEVICES:
+        raise BadInput(f"--device {name}: choose from {', '.join(backend.DEVICES)}")
+    other = [s for s in solvers if s not in backend.STACKED_SOLVERS + backend.HOST_SOLVERS]
+    if other:
+        raise BadInput(f"--device {name} runs {', '.join(backend.STACKED_SOLVERS)} (stacked) and "
+                       f"{', '.join(backend.HOST_SOLVERS)} (on the host), not {', '.join(other)}: choose "
+                       "--solver among those, or --device cpu")
+    if jobs > 1 or target is not None:
+        raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs and "
+                       "--scheduler (and $LYSEP_SCHEDULER)")
+    try:
+        backend.resolve(name)
+    except backend.DeviceUnavailable as exc:
+        raise BadInput(str(exc)) from None
+    return name

@@ -1,0 +1,100 @@
+"""``lysep run --device``: the stacked engine's plumbing (records, fingerprint), and its refusals (exit 2)."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.accel import backend
+from lysep_cli.cli import app
+
+from foundation_helpers import PINN, experiment_yaml, experiments_yaml, write_tiny
+
+cli = CliRunner()
+YAML = experiments_yaml(
+    experiment_yaml("elliptic-2d", {"pinn": PINN, "rfls": "{}", "lysep": "{tau: 1.0e-8}"}, table=1,
+                    sizes=[[3, 6]], iterations=6, seeds=[0, 1, 2]))
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return write_tiny(tmp_path, YAML), tmp_path / "results"
+
+
+def _records(results) -> dict[str, dict]:
+    return {str(p.relative_to(results)): json.loads(p.read_text()) for p in sorted(results.rglob("*.json"))
+            if "seed" in p.name}
+
+
+def test_cpu_stacked_writes_the_cpu_engines_records_with_its_own_fingerprint(tiny, tmp_path):
+    """PINN on cpu-stacked: the same trained networks and histories as --device cpu (weights_sha256 hashes
+    both), the fingerprint naming the device, the array library and the stacked numerics id; rfls on the host."""
+    config, results = tiny
+    args = ["run", "elliptic-2d", "--solver", "pinn,rfls", "--config", str(config)]
+    stacked = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
+    assert stacked.exit_code == 0, stacked.output
+    assert "device cpu-stacked" in stacked.stderr
+    plain = cli.invoke(app, args + ["--results", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    got, want = _records(results), _records(tmp_path / "plain")
+    assert sorted(got) == sorted(want) and len(got) == 6
+    for name, rec in got.items():
+        assert rec["weights_sha256"] == want[name]["weights_sha256"] and rec["final"] == want[name]["final"]
+        if rec["solver"] == "pinn":
+            assert rec["versions"]["device"] == "cpu-stacked"
+            assert rec["versions"]["array_library"].startswith("numpy ")
+            assert rec["versions"]["numerics"] == backend.stacked_numerics_id() != want[name]["versions"]["numerics"]
+            assert rec["diagnostics"]["stacked_seeds"] == 3
+        else:  # rfls: the CPU engine's record
+            assert "device" not in rec["versions"] and rec["versions"] == want[name]["versions"]
+    again = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
+    assert again.exit_code == 0 and "0 run(s) to do" in again.stderr  # a stacked record is a record
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--device", "tpu"], "--device tpu: choose from"),
+    (["--device", "cpu-stacked", "--solver", "lysep"], "not lysep"),
+    (["--device", "cpu-stacked", "--solver", "pinn", "--jobs", "2"], "drop --jobs"),
+])
+def test_device_bad_input_exit_2_nothing_written(tiny, extra, needle):
+    config, results = tiny
+    result = cli.invoke(app, ["run", "elliptic-2d", "--config", str(config), "--results", str(results)] + extra)
+    assert result.exit_code == 2, result.output
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not results.exists()
+
+
+def test_cuda_without_cupy_is_one_line_exit_2(tiny, monkeypatch):
+    config, results = tiny
+    real_import = builtins.__import__
+
+    def no_cupy(name, *args, **kwargs):
+        if name == "cupy":
+            raise ImportError("No module named 'cupy'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_cupy)
+    result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--device", "cuda", "--config", str(config),
+                              "--results", str(results)])
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "lysep[gpu]" in result.stderr and not results.exists()
+
+
+def test_cuda_refused_by_the_real_command_where_there_is_no_gpu(tiny):
+    try:
+        backend.resolve("cuda")
+        pytest.skip("CuPy and a GPU are here")
+    except backend.DeviceUnavailable:
+        pass
+    config, results = tiny
+    proc = subprocess.run([sys.executable, "-m", "lysep_cli.cli", "run", "elliptic-2d", "--solver", "pinn",
+                           "--device", "cuda", "--config", str(config), "--results", str(results)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.startswith("lysep: error: --device cuda")
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not results.exists()
