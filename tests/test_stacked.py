@@ -167,3 +167,22 @@ def test_gpu_stack_agrees_with_the_cpu_and_a_seed_does_not_depend_on_its_stack()
     assert _same(alone, ten[3]) and _same(alone, backwards[6])
     cpu = pinn.solve(problem, data, params0[3], SETTINGS, 20)
     assert np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.array(cpu.history["J"])) < 1e-10
+
+
+def test_the_gpu_check_script_runs_its_smoke_version(tmp_path):
+    """benchmarks/gpu_check.py --smoke: every section on NumPy at tiny sizes, so the GPU session only has to
+    run it; its exactness lines and the whole cell's verify must come out right."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "gpu_check"
+    proc = subprocess.run([sys.executable, str(root / "benchmarks/gpu_check.py"), "--smoke", "--out", str(out)],
+                          capture_output=True, text=True, timeout=240, cwd=root)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = out.with_suffix(".md").read_text()
+    assert "differing from the CPU's bits: **0**" in text and "reversed stack, bit for bit: **True**" in text
+    assert "--device cpu-stacked`: exit 0" in text and "--against archive`: exit 0" in text
+    figures = __import__("json").loads(out.with_suffix(".json").read_text())
+    assert figures["exact"]["bit_identical_to_cpu"] is True and figures["device"]["device"] == "cpu-stacked"

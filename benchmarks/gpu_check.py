@@ -1,0 +1,358 @@
+"""The GPU check of issue 40: the stacked engine on one GPU, measured and checked in one run (<= 8 minutes).
+
+    bash benchmarks/gpu_check.sh                    # on a machine with CuPy and an NVIDIA GPU
+    python benchmarks/gpu_check.py --smoke --out DIR   # anywhere: tiny sizes, xp = numpy (cpu-stacked)
+    python benchmarks/gpu_check.py --cpu-ratio elliptic-2d:3x30 --seeds 10 --iterations 10   # CPU only
+
+Sections (each written to OUT.md as it finishes, the figures also to OUT.json):
+
+1. the device: GPU model, CUDA, CuPy, NumPy.
+2. exactness on the device: sigma's CUDA kernel against the CPU's bits; a seed alone, in a stack of 10 and in
+   the reversed stack (bit for bit); a stacked seed against the CPU engine (largest relative difference of J
+   over the history).
+3. s/iteration of PINN-GD for every paper (cell, solver) pair, 10 seeds stacked, beside one CPU core on this
+   machine (one seed, one BLAS thread) and the archive's records; LySep has no stacked engine yet (its row
+   says so, with the archive's CPU rate); rfls and rfm run on the host (the CPU engine).
+4. one whole cell end to end with ``lysep run --device``: elliptic-10d (3,150) PINN, 10 seeds x 2000
+   iterations, records into a scratch results directory, then ``lysep verify --against results/paper``.
+5. the PyTorch peer: autograd PINN-GD, float64, the same 10 seeds stacked (a leading seed axis, as vmap
+   would), s/iteration per cell on the same device.
+6. the full sweep from the measured rates: PINN on the GPU, LySep at the archive's CPU rate (not built).
+
+``--smoke`` does all of it on NumPy with a tiny experiments file (the test's: tests/test_stacked.py runs it).
+"""
+
+from __future__ import annotations
+
+import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lysep_cli.accel import backend as backends
+from lysep_cli.accel import sigma
+from lysep_cli.accel.pinn import solve_stacked
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.numerics.sincos import sincos
+from lysep_cli.solvers import pinn
+from lysep_cli.specs import ExperimentSpec, load_specs
+from lysep_cli.store import records
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
+SMOKE_YAML = """experiments:
+  elliptic-2d:
+    table: 1
+    pde: elliptic
+    d: 2
+    solution: exp-sin
+    sizes: [[3, 6], [3, 8]]
+    n_train: 60
+    n_test: 40
+    iterations: 6
+    seeds: [0, 1, 2]
+    solvers:
+      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
+      lysep: {tau: 1.0e-8}
+"""
+
+
+class Report:
+    """Markdown lines to OUT.md (rewritten after each section) and figures to OUT.json."""
+
+    def __init__(self, out: Path):
+        self.out, self.lines, self.figures = out, [], {}
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def flush(self) -> None:
+        self.out.with_suffix(".md").write_text("\n".join(self.lines) + "\n")
+        self.out.with_suffix(".json").write_text(json.dumps(self.figures, indent=1, default=str) + "\n")
+
+
+def synced(be: backends.Backend) -> Callable[[], None]:
+    """A function that waits for the device's queued work (nothing to wait for on NumPy)."""
+    return (lambda: be.xp.cuda.Device().synchronize()) if be.xp is not np else (lambda: None)
+
+
+def stack_rate(be: backends.Backend, spec: ExperimentSpec, L: int, M: int, seeds: list[int], iterations: int) -> float:
+    """Seconds per iteration of one stack of ``seeds`` (after one warm-up run of 2 iterations)."""
+    train = experiment_data(spec).training
+    params0 = [network.init_params(train.Z.shape[0], L, M, s) for s in seeds]
+    settings = spec.solvers["pinn"]
+    wait = synced(be)
+    solve_stacked(be, train, params0, settings, 2)
+    wait()
+    t = time.perf_counter()
+    solve_stacked(be, train, params0, settings, iterations, sync_every=iterations)
+    wait()
+    return (time.perf_counter() - t) / iterations
+
+
+def cpu_rate(spec: ExperimentSpec, L: int, M: int, seeds: list[int], iterations: int) -> float:
+    """Seconds per iteration of the CPU engine, the seeds one after the other (summed), one BLAS thread."""
+    problem, _, _, train, _ = experiment_data(spec)
+    total = 0.0
+    for s in seeds:
+        params0 = network.init_params(problem.n_in, L, M, s)
+        t = time.perf_counter()
+        pinn.solve(problem, train, params0, spec.solvers["pinn"], iterations)
+        total += time.perf_counter() - t
+    return total / iterations
+
+
+def archive_rates(results: Path, names: list[str]) -> dict[tuple[str, str, int, int], float]:
+    """(experiment, solver, L, M) -> the archive's mean seconds per iteration of one run (its machine's CPU)."""
+    if not results.is_dir():
+        return {}
+    out: dict[tuple[str, str, int, int], list[float]] = {}
+    for r in records.load_records(results, names).records:
+        if r.status == "ok" and r.iterations:
+            out.setdefault((r.experiment, r.solver, r.L, r.M), []).append(r.seconds / r.iterations)
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def same(a, b) -> bool:
+    return (np.array_equal(a.history["J"], b.history["J"], equal_nan=True)
+            and all(np.array_equal(x, y) for (Wa, ba), (Wb, bb) in zip(a.params, b.params) for x, y in ((Wa, Wb), (ba, bb))))
+
+
+def check_exactness(be: backends.Backend, spec: ExperimentSpec, M: int, out: Report, smoke: bool) -> None:
+    out("## 2. Exactness on the device\n")
+    rng = np.random.default_rng(0)
+    n = 10_000 if smoke else 2_000_000
+    x = np.concatenate([rng.uniform(-1e5, 1e5, n // 2), rng.normal(0.0, 3.0, n // 2)])
+    s, c = sigma.sincos(be.xp, be.asarray(x))
+    ref_s, ref_c = sincos(x)
+    bad = int(np.count_nonzero(be.host(s) != ref_s) + np.count_nonzero(be.host(c) != ref_c))
+    out(f"- sigma: {x.size} arguments, sin and cos values differing from the CPU's bits: **{bad}**")
+    train = experiment_data(spec).training
+    seeds = list(range(10))
+    params0 = [network.init_params(train.Z.shape[0], 3, M, s) for s in seeds]
+    it = 5 if smoke else 50
+    ten = solve_stacked(be, train, params0, spec.solvers["pinn"], it)
+    alone = solve_stacked(be, train, [params0[3]], spec.solvers["pinn"], it)[0]
+    rev = solve_stacked(be, train, params0[::-1], spec.solvers["pinn"], it)
+    order = same(alone, ten[3]) and same(alone, rev[6])
+    out(f"- {spec.name} (3,{M}) PINN, {it} iterations: seed 3 alone == in a stack of 10 == in the reversed "
+        f"stack, bit for bit: **{order}**")
+    problem = experiment_data(spec).problem
+    with threadpool_limits(limits=1):
+        cpu = [pinn.solve(problem, train, params0[s], spec.solvers["pinn"], it) for s in (0, 3)]
+    rel = max(float(np.max(np.abs(np.subtract(ten[s].history["J"], c.history["J"])) / np.abs(c.history["J"])))
+              for s, c in zip((0, 3), cpu))
+    identical = all(same(ten[s], c) for s, c in zip((0, 3), cpu))
+    out(f"- seeds 0 and 3 against the CPU engine: largest relative difference of J over the history "
+        f"**{rel:.2e}**; bit-identical: {identical}\n")
+    out.figures["exact"] = {"sigma_differing": bad, "seed_order_independent": order, "max_rel_J_vs_cpu": rel,
+                            "bit_identical_to_cpu": identical}
+
+
+def per_cell(be: backends.Backend, specs: dict[str, ExperimentSpec], out: Report, its: int, cpu_its: int,
+             archive: dict) -> dict[tuple[str, int, int], float]:
+    out("## 3. s/iteration per (cell, solver), 10 seeds stacked\n")
+    out("| cell | solver | device, stack of 10 (s/it) | per seed | CPU here, 1 seed, 1 thread | CPU / device per seed "
+        "| archive CPU, 1 seed |")
+    out("|---|---|---:|---:|---:|---:|---:|")
+    rates = {}
+    seeds = list(range(10))
+    for spec in specs.values():
+        for L, M in spec.sizes:
+            t = stack_rate(be, spec, L, M, seeds, its)
+            with threadpool_limits(limits=1):
+                c = cpu_rate(spec, L, M, [0], cpu_its)
+            rates[(spec.name, L, M)] = t
+            a = archive.get((spec.name, "pinn", L, M))
+            out(f"| {spec.name} ({L},{M}) | pinn | {t:.3e} | {t / 10:.3e} | {c:.3e} | {c / (t / 10):.1f}x | "
+                + (f"{a:.3e} |" if a else "- |"))
+            a = archive.get((spec.name, "lysep", L, M))
+            out(f"| {spec.name} ({L},{M}) | lysep | not built (no stacked LySep yet) | | | | "
+                + (f"{a:.3e} |" if a else "- |"))
+            out.flush()
+    out("\nrfls and rfm run on the host's CPU engine under any --device (one least-squares solve per run).\n")
+    out.figures["pinn_stack_s_per_it"] = {f"{k[0]} ({k[1]},{k[2]})": v for k, v in rates.items()}
+    return rates
+
+
+def whole_cell(device: str, config: Path, experiment: str, size: str, iterations: int, scratch: Path,
+               archive: Path, out: Report) -> None:
+    out(f"## 4. One whole cell: {experiment} ({size.replace('x', ',')}) PINN, the cell's seeds x {iterations} iterations\n")
+    lysep = [sys.executable, "-m", "lysep_cli.cli"]
+    run = lysep + ["run", experiment, "--solver", "pinn", "--sizes", size, "--iterations", str(iterations),
+                   "--device", device, "--config", str(config), "--results", str(scratch)]
+    t = time.perf_counter()
+    p = subprocess.run(run, capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t
+    out(f"- `lysep run ... --device {device}`: exit {p.returncode}, {wall:.1f} s wall (the process, data set "
+        "and final evaluations included)")
+    if p.returncode:
+        out("```\n" + p.stderr[-2000:] + "\n```")
+        return
+    recs = [r for r in records.load_records(scratch, [experiment]).records if r.solver == "pinn"]
+    if recs:
+        out(f"- {len(recs)} records; versions: {json.dumps({k: recs[0].versions.get(k) for k in ('device', 'gpu', 'cuda', 'array_library', 'numerics')})}")
+        out(f"- stack seconds: {recs[0].diagnostics.get('stack_seconds'):.1f}; final J per seed: "
+            + ", ".join(f"{r.final.J:.3e}" for r in sorted(recs, key=lambda r: r.seed)))
+    v = subprocess.run(lysep + ["verify", experiment, "--solver", "pinn", "--iterations", str(iterations), "--config",
+                                str(config), "--results", str(scratch), "--against", str(archive)],
+                       capture_output=True, text=True, cwd=ROOT)
+    out(f"- `lysep verify {experiment} --solver pinn --results SCRATCH --against {archive.name}`: exit "
+        f"{v.returncode}\n```\n{(v.stdout + v.stderr)[-3000:]}\n```\n")
+    out.figures["whole_cell"] = {"wall_s": wall, "run_exit": p.returncode, "verify_exit": v.returncode}
+
+
+def torch_peer(specs: dict[str, ExperimentSpec], out: Report, its: int, device: str) -> None:
+    """Autograd PINN-GD in PyTorch, float64, 10 seeds on a leading axis, s/iteration per cell."""
+    out(f"## 5. The PyTorch peer: autograd PINN-GD, float64, 10 seeds stacked, on {device}\n")
+    try:
+        import torch
+    except ImportError:
+        out("PyTorch is not installed here: skipped.\n")
+        return
+    torch.set_default_dtype(torch.float64)
+    dev = torch.device("cuda" if device == "cuda" else "cpu")
+    wait = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    out("| cell | torch s/it (stack of 10) |")
+    out("|---|---:|")
+    peer = {}
+    for spec in specs.values():
+        problem, _, _, data, _ = experiment_data(spec)
+        lr = float(spec.solvers["pinn"].lr)
+        T = lambda a: torch.tensor(np.ascontiguousarray(a), device=dev)  # noqa: E731
+        K, K1, K2, Y = T(data.coef.K), T(data.coef.K1.T), T(data.coef.K2.T), T(data.Y)
+        second = [j for j in range(K2.shape[1]) if bool(torch.any(K2[:, j] != 0))]
+        for L, M in spec.sizes:
+            ps = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
+            params = [(T(np.stack([p[l][0] for p in ps])).requires_grad_(True),
+                       T(np.stack([p[l][1] for p in ps])).requires_grad_(True)) for l in range(L)]
+            z0 = T(data.Z.T).expand(10, -1, -1).contiguous()
+
+            def step() -> None:
+                z = z0.clone().requires_grad_(True)  # (S, N, n_in)
+                h = z
+                for W, b in params[:-1]:
+                    h = torch.sin(h @ W.transpose(1, 2) + b[:, None, :])
+                WL, bL = params[-1]
+                phi = (h @ WL.transpose(1, 2) + bL[:, None, :])[..., 0]
+                (g,) = torch.autograd.grad(phi.sum(), z, create_graph=True)
+                R = K * phi + (K1 * g).sum(2)
+                for j in second:
+                    (gj,) = torch.autograd.grad(g[..., j].sum(), z, create_graph=True)
+                    R = R + K2[:, j] * gj[..., j]
+                J = ((R - Y) ** 2).mean(1)
+                flat = [p for pair in params for p in pair]
+                grads = torch.autograd.grad(J.sum(), flat)
+                with torch.no_grad():
+                    for p, gp in zip(flat, grads):
+                        p -= lr * gp
+
+            step()
+            wait()
+            t = time.perf_counter()
+            for _ in range(its):
+                step()
+            wait()
+            peer[f"{spec.name} ({L},{M})"] = (time.perf_counter() - t) / its
+            out(f"| {spec.name} ({L},{M}) | {peer[f'{spec.name} ({L},{M})']:.3e} |")
+            out.flush()
+    out.figures["torch_stack_s_per_it"] = peer
+    out("")
+
+
+def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], archive: dict, out: Report) -> None:
+    out("## 6. The full sweep from the measured rates\n")
+    pinn_s = sum(rates[(s.name, L, M)] * s.iterations for s in specs.values() for L, M in s.sizes)
+    lysep_s = sum(archive.get((s.name, "lysep", L, M), 0.0) * s.iterations * len(s.seeds)
+                  for s in specs.values() for L, M in s.sizes)
+    out(f"- PINN, every cell, 10 seeds stacked, on the device: **{pinn_s / 60:.2f} minutes**")
+    out(f"- LySep: no stacked engine yet; at the archive's CPU rate, one run at a time: {lysep_s / 3600:.2f} hours")
+    out.figures["sweep"] = {"pinn_minutes": pinn_s / 60, "lysep_cpu_hours_archive": lysep_s / 3600}
+
+
+def cpu_ratio(cells: str, seeds: int, iterations: int, config: Path) -> None:
+    """The stacked engine on NumPy against the CPU engine's loop over seeds, side by side, one BLAS thread,
+    alternating, the best of 3 rounds each; checks that every seed is the same bits."""
+    specs = load_specs(config)
+    be = backends.resolve("cpu-stacked")
+    for cell in cells.split(","):
+        name, size = cell.split(":")
+        L, M = (int(v) for v in size.split("x"))
+        spec = specs[name]
+        loop, stack = [], []
+        with threadpool_limits(limits=1), np.errstate(all="ignore"):
+            for _ in range(3):
+                loop.append(cpu_rate(spec, L, M, list(range(seeds)), iterations))
+                stack.append(stack_rate(be, spec, L, M, list(range(seeds)), iterations))
+            problem, _, _, train, _ = experiment_data(spec)
+            p0 = [network.init_params(problem.n_in, L, M, s) for s in range(seeds)]
+            st = solve_stacked(be, train, p0, spec.solvers["pinn"], iterations)
+            ident = all(same(st[s], pinn.solve(problem, train, p0[s], spec.solvers["pinn"], iterations))
+                        for s in range(seeds))
+        print(f"{name} ({L},{M}) PINN, {seeds} seeds x {iterations} iterations, one BLAS thread: loop "
+              f"{min(loop):.4f} s/it, stack {min(stack):.4f} s/it, stack/loop {min(stack) / min(loop):.2f}; "
+              f"every seed bit-identical to the CPU engine: {ident}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes on NumPy (cpu-stacked): the script's own test")
+    ap.add_argument("--device", default="cuda", choices=backends.STACKED_DEVICES)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu_check")
+    ap.add_argument("--cpu-ratio", help="only the CPU side by side, e.g. elliptic-2d:3x30")
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=10)
+    args = ap.parse_args()
+    if args.cpu_ratio:
+        return cpu_ratio(args.cpu_ratio, args.seeds, args.iterations, ROOT / "experiments.yaml")
+    device = "cpu-stacked" if args.smoke else args.device
+    be = backends.resolve(device)
+    out = Report(args.out)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.smoke:
+            config = Path(tmp) / "smoke.yaml"
+            config.write_text(SMOKE_YAML)
+            archive = Path(tmp) / "archive"  # a CPU run of the same cell stands in for the archive
+            subprocess.run([sys.executable, "-m", "lysep_cli.cli", "run", "elliptic-2d", "--solver", "pinn",
+                            "--sizes", "3x6", "--iterations", "20", "--config", str(config),
+                            "--results", str(archive)], check=True, capture_output=True, cwd=ROOT)
+        else:
+            config, archive = ROOT / "experiments.yaml", ROOT / "results/paper"
+        all_specs = load_specs(config)
+        specs = {n: all_specs[n] for n in PAPER if n in all_specs}
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        out(f"# GPU check (issue 40), {stamp}{' — SMOKE RUN: tiny sizes on NumPy, not a measurement' if args.smoke else ''}\n")
+        out("## 1. The device\n")
+        out("```\n" + json.dumps(be.fingerprint(), indent=1) + "\n```\n")
+        out.figures["device"] = be.fingerprint()
+        out.flush()
+        with np.errstate(all="ignore"):
+            first = next(iter(specs.values()))
+            check_exactness(be, first, first.sizes[0][1], out, args.smoke)
+            out.flush()
+            archive_r = archive_rates(archive, list(specs))
+            rates = per_cell(be, specs, out, 3 if args.smoke else 20, 1 if args.smoke else 3, archive_r)
+            whole_cell(device, config, "elliptic-2d" if args.smoke else "elliptic-10d",
+                       "3x6" if args.smoke else "3x150", 20 if args.smoke else 2000, Path(tmp) / "scratch",
+                       archive, out)
+            out.flush()
+            torch_peer(specs, out, 2 if args.smoke else 10, "cpu" if args.smoke else "cuda")
+            full_sweep(rates, specs, archive_r, out)
+    out.flush()
+
+
+if __name__ == "__main__":
+    main()
