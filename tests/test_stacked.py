@@ -186,3 +186,53 @@ def test_the_gpu_check_script_runs_its_smoke_version(tmp_path):
     assert "--device cpu-stacked`: exit 0" in text and "--against archive`: exit 0" in text
     figures = __import__("json").loads(out.with_suffix(".json").read_text())
     assert figures["exact"]["bit_identical_to_cpu"] is True and figures["device"]["device"] == "cpu-stacked"
+
+
+@pytest.mark.parametrize("backoff_max", [0, 16])
+def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff_max):
+    """StackedBacktracking against one scalar Backtracking per seed, step after step, on loss curves where
+    trials are accepted at once, after shrinking, never (max_tries), or meet NaN: the same accepted J and t,
+    the same rule state (tau, last, skip, back-off), and each seed's payload accepted exactly when its own
+    rule accepts."""
+    from lysep_cli.accel.steps import StackedBacktracking
+    from lysep_cli.solvers.steps import Backtracking
+
+    rng = np.random.default_rng(1)
+    S, args = 6, dict(grow=2.0, shrink=0.5, armijo=1e-4, max_tries=8, backoff_max=backoff_max)
+    curv = np.array([1e-3, 1.0, 50.0, 1e4, 3.0, 0.2]) * rng.uniform(0.5, 2.0, S)  # each seed's curvature
+    nan_above = np.array([np.inf, np.inf, 1e-2, np.inf, 0.3, 1e-9])  # large steps give NaN (seeds 2, 4, 5)
+
+    def loss(s: int, J0: float, t: float, g2: float) -> float:
+        return float("nan") if t > nan_above[s] else J0 - t * g2 + curv[s] * t * t * g2
+
+    stacked = StackedBacktracking(S, 1e-2, **args)
+    scalar = [Backtracking(1e-2, **args) for _ in range(S)]
+    J0 = rng.uniform(1.0, 2.0, S)
+    taken = np.zeros(S, dtype=int)
+    for step in range(40):
+        g2 = rng.uniform(0.5, 2.0, S)
+        if step == 17:
+            g2[3] = 0.0  # a zero gradient: the first trial is accepted whatever t
+        want = [scalar[s].step(J0[s], g2[s], lambda t, s=s: (loss(s, J0[s], t, g2[s]), s)) for s in range(S)]
+
+        def trial(t, trying):
+            return np.array([loss(s, J0[s], t[s], g2[s]) if trying[s] else np.nan for s in range(S)]), "payload"
+
+        accepted = np.zeros(S, dtype=int)
+
+        def accept(payload, mask):
+            assert payload == "payload"
+            accepted[mask] += 1
+
+        J, t = stacked.step(J0, g2, trial, accept)
+        assert np.array_equal(J, [w[0] for w in want]) and np.array_equal(t, [w[2] for w in want])
+        assert np.array_equal(accepted, [w[1] is not None for w in want])
+        for s in range(S):
+            state = scalar[s].state()
+            assert (stacked.tau[s], stacked.last[s], stacked.skip[s], stacked.backoff[s]) == \
+                (state["tau"], state["last"], state["skip"], state["backoff"])
+        taken += accepted
+        J0 = J
+    assert taken.max() == 40 and taken[5] <= 37  # (seeds that always accepted, and max_tries rejections)
+    if backoff_max:
+        assert stacked.skip.max() > 0 or stacked.backoff.max() > 1  # (the back-off acted)
