@@ -24,32 +24,38 @@ Sections (each written to OUT.md as it finishes, the figures also to OUT.json):
 
 from __future__ import annotations
 
-import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
-
-import argparse
-import json
-import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
-from threadpoolctl import threadpool_limits
-
-from lysep_cli.accel import backend as backends
-from lysep_cli.accel import sigma
-from lysep_cli.accel.pinn import solve_stacked
-from lysep_cli.numerics import network
-from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.numerics.sincos import sincos
-from lysep_cli.solvers import pinn
-from lysep_cli.specs import ExperimentSpec, load_specs
-from lysep_cli.store import records
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # lysep need not be installed
+
+import lysep_cli  # noqa: E402,F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from lysep_cli.accel import backend as backends  # noqa: E402
+from lysep_cli.accel import sigma  # noqa: E402
+from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
+from lysep_cli.numerics import network  # noqa: E402
+from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
+from lysep_cli.numerics.sincos import sincos  # noqa: E402
+from lysep_cli.solvers import pinn  # noqa: E402
+from lysep_cli.specs import ExperimentSpec, load_specs  # noqa: E402
+from lysep_cli.store import records  # noqa: E402
+
+#: the subprocesses (lysep run, lysep verify) import this checkout's lysep_cli
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 PAPER = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
 SMOKE_YAML = """experiments:
   elliptic-2d:
@@ -82,6 +88,19 @@ class Report:
     def flush(self) -> None:
         self.out.with_suffix(".md").write_text("\n".join(self.lines) + "\n")
         self.out.with_suffix(".json").write_text(json.dumps(self.figures, indent=1, default=str) + "\n")
+
+
+def section(out: Report, run: Callable[..., Any], *args: Any) -> bool:
+    """Run one section; an error is written into the report (its traceback's end) and the next section
+    still runs, so one failure does not cost the GPU session the rest.  Returns whether it succeeded."""
+    try:
+        run(*args)
+        return True
+    except Exception:
+        out("**section failed:**\n```\n" + traceback.format_exc()[-3000:] + "```\n")
+        return False
+    finally:
+        out.flush()
 
 
 def synced(be: backends.Backend) -> Callable[[], None]:
@@ -195,13 +214,13 @@ def whole_cell(device: str, config: Path, experiment: str, size: str, iterations
     run = lysep + ["run", experiment, "--solver", "pinn", "--sizes", size, "--iterations", str(iterations),
                    "--device", device, "--config", str(config), "--results", str(scratch)]
     t = time.perf_counter()
-    p = subprocess.run(run, capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=ENV)
     wall = time.perf_counter() - t
     out(f"- `lysep run ... --device {device}`: exit {p.returncode}, {wall:.1f} s wall (the process, data set "
         "and final evaluations included)")
     if p.returncode:
         out("```\n" + p.stderr[-2000:] + "\n```")
-        return
+        raise RuntimeError(f"lysep run --device {device} failed (exit {p.returncode})")
     recs = [r for r in records.load_records(scratch, [experiment]).records if r.solver == "pinn"]
     if recs:
         out(f"- {len(recs)} records; versions: {json.dumps({k: recs[0].versions.get(k) for k in ('device', 'gpu', 'cuda', 'array_library', 'numerics')})}")
@@ -209,7 +228,7 @@ def whole_cell(device: str, config: Path, experiment: str, size: str, iterations
             + ", ".join(f"{r.final.J:.3e}" for r in sorted(recs, key=lambda r: r.seed)))
     v = subprocess.run(lysep + ["verify", experiment, "--solver", "pinn", "--iterations", str(iterations), "--config",
                                 str(config), "--results", str(scratch), "--against", str(archive)],
-                       capture_output=True, text=True, cwd=ROOT)
+                       capture_output=True, text=True, cwd=ROOT, env=ENV)
     out(f"- `lysep verify {experiment} --solver pinn --results SCRATCH --against {archive.name}`: exit "
         f"{v.returncode}\n```\n{(v.stdout + v.stderr)[-3000:]}\n```\n")
     out.figures["whole_cell"] = {"wall_s": wall, "run_exit": p.returncode, "verify_exit": v.returncode}
@@ -328,7 +347,7 @@ def main() -> None:
             archive = Path(tmp) / "archive"  # a CPU run of the same cell stands in for the archive
             subprocess.run([sys.executable, "-m", "lysep_cli.cli", "run", "elliptic-2d", "--solver", "pinn",
                             "--sizes", "3x6", "--iterations", "20", "--config", str(config),
-                            "--results", str(archive)], check=True, capture_output=True, cwd=ROOT)
+                            "--results", str(archive)], check=True, capture_output=True, cwd=ROOT, env=ENV)
         else:
             config, archive = ROOT / "experiments.yaml", ROOT / "results/paper"
         all_specs = load_specs(config)
@@ -341,17 +360,21 @@ def main() -> None:
         out.flush()
         with np.errstate(all="ignore"):
             first = next(iter(specs.values()))
-            check_exactness(be, first, first.sizes[0][1], out, args.smoke)
-            out.flush()
             archive_r = archive_rates(archive, list(specs))
-            rates = per_cell(be, specs, out, 3 if args.smoke else 20, 1 if args.smoke else 3, archive_r)
-            whole_cell(device, config, "elliptic-2d" if args.smoke else "elliptic-10d",
-                       "3x6" if args.smoke else "3x150", 20 if args.smoke else 2000, Path(tmp) / "scratch",
-                       archive, out)
-            out.flush()
-            torch_peer(specs, out, 2 if args.smoke else 10, "cpu" if args.smoke else "cuda")
-            full_sweep(rates, specs, archive_r, out)
+            failed = [not section(out, check_exactness, be, first, first.sizes[0][1], out, args.smoke)]
+            rates: dict = {}
+            failed.append(not section(out, lambda: rates.update(
+                per_cell(be, specs, out, 3 if args.smoke else 20, 1 if args.smoke else 3, archive_r))))
+            failed.append(not section(out, whole_cell, device, config, "elliptic-2d" if args.smoke else "elliptic-10d",
+                                      "3x6" if args.smoke else "3x150", 20 if args.smoke else 2000,
+                                      Path(tmp) / "scratch", archive, out))
+            failed.append(not section(out, torch_peer, specs, out, 2 if args.smoke else 10,
+                                      "cpu" if args.smoke else "cuda"))
+            if rates:
+                failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
     out.flush()
+    if any(failed):
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
