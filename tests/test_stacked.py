@@ -224,9 +224,9 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
             assert payload == "payload"
             accepted[mask] += 1
 
-        J, t = stacked.step(J0, g2, trial, accept)
+        J, t, took = stacked.step(J0, g2, trial, accept)
         assert np.array_equal(J, [w[0] for w in want]) and np.array_equal(t, [w[2] for w in want])
-        assert np.array_equal(accepted, [w[1] is not None for w in want])
+        assert np.array_equal(accepted, [w[1] is not None for w in want]) and np.array_equal(took, accepted > 0)
         for s in range(S):
             state = scalar[s].state()
             assert (stacked.tau[s], stacked.last[s], stacked.skip[s], stacked.backoff[s]) == \

@@ -126,18 +126,35 @@ def group_input(xp: Any, prev: Layer, i: int, group: np.ndarray) -> Array:
 def next_layer(xp: Any, W: Array, b: Array, prev: Layer, plan: StackedPlan) -> Layer:
     """The channels of layer l from those of layer l-1 (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
     S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
-    a = xp.matmul(W, prev.sig.s0)
-    a += b[:, :, None]
+    a = propagate_a(xp, W, b, prev)
     if prev.structured:
         A_d, A_Q = stacked_first_weights(xp, W, prev.w1, plan)
         d = xp.matmul(A_d, prev.sig.s1).reshape(S, plan.n_in, M, N)
         Q = xp.matmul(A_Q, prev.sig.s2).reshape(S, plan.n_groups, M, N)
     else:
-        d = xp.matmul(W[:, None], prev.sig.s1[:, None] * prev.d)
-        Q = xp.empty((S, plan.n_groups, M, N))
-        for i, g in enumerate(plan.groups):
-            Q[:, i] = xp.matmul(W, group_input(xp, prev, i, g))
+        d, Q = propagate_d(xp, W, prev), propagate_Q(xp, W, prev, plan)
     return Layer(a, sigma.values(xp, a), d, Q)
+
+
+def propagate_a(xp: Any, W: Array, b: Array, prev: Layer) -> Array:
+    """a_l = W_l sigma(a_{l-1}) + b_l 1^T, (S, M, N)."""
+    a = xp.matmul(W, prev.sig.s0)
+    a += b[:, :, None]
+    return a
+
+
+def propagate_d(xp: Any, W: Array, prev: Layer) -> Array:
+    """d_lj = W_l (sigma'(a_{l-1}) d_{l-1,j}) for every input j of a general layer l-1, (S, n_in, M, N)."""
+    return xp.matmul(W[:, None], prev.sig.s1[:, None] * prev.d)
+
+
+def propagate_Q(xp: Any, W: Array, prev: Layer, plan: StackedPlan) -> Array:
+    """Q_lg = W_l (sigma''(a_{l-1}) sum_{j in g} d_{l-1,j}^2 + sigma'(a_{l-1}) Q_{l-1,g}), general layer l-1."""
+    S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
+    Q = xp.empty((S, plan.n_groups, M, N))
+    for i, g in enumerate(plan.groups):
+        Q[:, i] = xp.matmul(W, group_input(xp, prev, i, g))
+    return Q
 
 
 @dataclass

@@ -45,16 +45,17 @@ class StackedBacktracking:
         self.backoff = np.ones(self.S, dtype=np.int64)
 
     def step(self, J0: np.ndarray, g2: np.ndarray, trial: StackedTrial, accept: Accept,
-             active: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """One step for every ``active`` seed (default: all): returns (J (S,), t (S,)), the accepted loss and step
-        per seed, or (J0, 0) for a seed that accepted no trial in ``max_tries`` (or is not active)."""
+             active: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step for every ``active`` seed (default: all): returns (J, t, accepted), each (S,): the accepted
+        loss and step per seed and whether it accepted a trial, or (J0, 0, False) for a seed that accepted none
+        in ``max_tries`` (or is not active)."""
         trying = np.ones(self.S, dtype=bool) if active is None else active.copy()
         bm = self.backoff_max
         holding = trying & (bm > 0) & (self.skip > 0) & (self.last > 0.0)
         self.skip = np.where(holding, self.skip - 1, self.skip)
         t = np.where(holding, self.last, self.tau)
         probing = trying & (bm > 0) & ~holding & (self.last > 0.0) & (t > self.last)
-        J_out, t_out = np.array(J0, dtype=float), np.zeros(self.S)
+        J_out, t_out, took = np.array(J0, dtype=float), np.zeros(self.S), np.zeros(self.S, dtype=bool)
         for i in range(self.max_tries):
             if not trying.any():
                 break
@@ -69,10 +70,10 @@ class StackedBacktracking:
             if ok.any():
                 accept(payload, ok)
             payload = None  # release the trial's arrays before the next trial makes its own
-            J_out, t_out = np.where(ok, J, J_out), np.where(ok, t, t_out)
+            J_out, t_out, took = np.where(ok, J, J_out), np.where(ok, t, t_out), took | ok
             self.last = np.where(ok, t, self.last)
             self.tau = np.where(ok, t * self.grow, self.tau)
             trying &= ~ok
             t = np.where(trying, t * self.shrink, t)
         self.tau = np.where(trying, t, self.tau)  # max_tries rejected: the next step starts at the last trial's
-        return J_out, t_out
+        return J_out, t_out, took
