@@ -13,12 +13,14 @@ from typer.testing import CliRunner
 from lysep_cli.accel import backend
 from lysep_cli.cli import app
 
-from foundation_helpers import PINN, experiment_yaml, experiments_yaml, write_tiny
+from foundation_helpers import LYSEP, PINN, experiment_yaml, experiments_yaml, write_tiny
 
 cli = CliRunner()
 YAML = experiments_yaml(
-    experiment_yaml("elliptic-2d", {"pinn": PINN, "rfls": "{}", "lysep": "{tau: 1.0e-8}"}, table=1,
-                    sizes=[[3, 6]], iterations=6, seeds=[0, 1, 2]))
+    experiment_yaml("elliptic-2d", {"pinn": PINN, "rfls": "{}", "lysep": LYSEP, "pinn-adam": "{}"}, table=1,
+                    sizes=[[3, 6]], iterations=6, seeds=[0, 1, 2]),
+    experiment_yaml("hyperbolic-5d", {"lysep": "{weights: through}"}, table=4, pde="hyperbolic", d=3,
+                    solution=None, sizes=[[3, 5]], n_train=40, n_test=20, iterations=3, seeds=[0]))
 
 
 @pytest.fixture
@@ -32,20 +34,22 @@ def _records(results) -> dict[str, dict]:
 
 
 def test_cpu_stacked_writes_the_cpu_engines_records_with_its_own_fingerprint(tiny, tmp_path):
-    """PINN on cpu-stacked: the same trained networks and histories as --device cpu (weights_sha256 hashes
-    both), the fingerprint naming the device, the array library and the stacked numerics id; rfls on the host."""
+    """PINN and LySep on cpu-stacked: the same trained networks and histories as --device cpu (weights_sha256
+    hashes both), the same finals and bound; the fingerprint naming the device, the array library and the
+    stacked numerics id; rfls on the host."""
     config, results = tiny
-    args = ["run", "elliptic-2d", "--solver", "pinn,rfls", "--config", str(config)]
+    args = ["run", "elliptic-2d", "--solver", "pinn,lysep,rfls", "--config", str(config)]
     stacked = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
     assert stacked.exit_code == 0, stacked.output
     assert "device cpu-stacked" in stacked.stderr
     plain = cli.invoke(app, args + ["--results", str(tmp_path / "plain")])
     assert plain.exit_code == 0, plain.output
     got, want = _records(results), _records(tmp_path / "plain")
-    assert sorted(got) == sorted(want) and len(got) == 6
+    assert sorted(got) == sorted(want) and len(got) == 9
     for name, rec in got.items():
         assert rec["weights_sha256"] == want[name]["weights_sha256"] and rec["final"] == want[name]["final"]
-        if rec["solver"] == "pinn":
+        assert rec["bound"] == want[name]["bound"] and rec["status"] == want[name]["status"] == "ok"
+        if rec["solver"] in ("pinn", "lysep"):
             assert rec["versions"]["device"] == "cpu-stacked"
             assert rec["versions"]["array_library"].startswith("numpy ")
             assert rec["versions"]["numerics"] == backend.stacked_numerics_id() != want[name]["versions"]["numerics"]
@@ -58,7 +62,7 @@ def test_cpu_stacked_writes_the_cpu_engines_records_with_its_own_fingerprint(tin
 
 @pytest.mark.parametrize("extra,needle", [
     (["--device", "tpu"], "--device tpu: choose from"),
-    (["--device", "cpu-stacked", "--solver", "lysep"], "not lysep"),
+    (["--device", "cpu-stacked", "--solver", "pinn-adam"], "not pinn-adam"),
     (["--device", "cpu-stacked", "--solver", "pinn", "--jobs", "2"], "drop --jobs"),
 ])
 def test_device_bad_input_exit_2_nothing_written(tiny, extra, needle):
@@ -66,6 +70,15 @@ def test_device_bad_input_exit_2_nothing_written(tiny, extra, needle):
     result = cli.invoke(app, ["run", "elliptic-2d", "--config", str(config), "--results", str(results)] + extra)
     assert result.exit_code == 2, result.output
     assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not results.exists()
+
+
+def test_lysep_settings_the_stacked_engine_lacks_are_refused(tiny):
+    config, results = tiny
+    result = cli.invoke(app, ["run", "hyperbolic-5d", "--solver", "lysep", "--device", "cpu-stacked", "--config",
+                              str(config), "--results", str(results)])
+    assert result.exit_code == 2, result.output
+    assert "weights: frozen only" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not results.exists()
 
 

@@ -160,15 +160,20 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     engine of ``device`` (lysep_cli/accel; docs/gpu.md); (record, trained params) per key, in order.  Each
     record's time is the stack's divided by its seeds; its ``versions`` name the device and array library."""
     from lysep_cli.accel import backend as backends
+    from lysep_cli.accel import lysep as stacked_lysep
     from lysep_cli.accel import pinn as stacked_pinn
 
     be = backends.resolve(device)
-    train = experiment_data(spec).training
+    problem, train = experiment_data(spec).problem, experiment_data(spec).training
     params0 = [network.init_params(train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
-    numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(keys[0].solver))  # the same bits either way
+    solver, settings = keys[0].solver, spec.solvers[keys[0].solver]
+    numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(solver))  # the same bits either way
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
-        results = stacked_pinn.solve_stacked(be, train, params0, spec.solvers[keys[0].solver], iterations, progress)
+        if solver == "lysep":
+            results = stacked_lysep.solve_stacked(be, problem, train, params0, settings, iterations, progress)
+        else:
+            results = stacked_pinn.solve_stacked(be, train, params0, settings, iterations, progress)
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         versions = {**fingerprint(), **be.fingerprint()}
         S = len(keys)
