@@ -183,9 +183,11 @@ def test_the_gpu_check_script_runs_its_smoke_version(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = out.with_suffix(".md").read_text()
     assert "differing from the CPU's bits: **0**" in text and "reversed stack, bit for bit: **True**" in text
-    assert "--device cpu-stacked`: exit 0" in text and "--against archive`: exit 0" in text
+    assert "--device cpu-stacked`: exit 0" in text and text.count("bit-identical: **True**") == 2
     figures = __import__("json").loads(out.with_suffix(".json").read_text())
-    assert figures["exact"]["bit_identical_to_cpu"] is True and figures["device"]["device"] == "cpu-stacked"
+    assert figures["device"]["device"] == "cpu-stacked" and figures["exact"]["sigma_differing"] == 0
+    assert all(figures["exact"][solver]["bit_identical_to_cpu"] for solver in ("pinn", "lysep"))
+    assert "lysep --results SCRATCH --against archive`: exit 0" in text
 
 
 @pytest.mark.parametrize("backoff_max", [0, 16])
