@@ -92,3 +92,18 @@ def test_settings_it_does_not_support_are_named():
     problem, data = _data("elliptic", 2, "exp-sin")
     with pytest.raises(ValueError):
         solve_stacked(CPU, problem, data, [network.init_params(2, 3, 4, 0)], {**PAPER, "w3_b3": "joint"}, 2)
+
+
+@pytest.mark.gpu
+def test_gpu_lysep_stack_is_seed_order_independent_and_near_the_cpu():
+    try:
+        gpu = backends.resolve("cuda")
+    except backends.DeviceUnavailable as exc:
+        pytest.skip(str(exc))
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 8, seed) for seed in range(10)]
+    ten = solve_stacked(gpu, problem, data, params0, PAPER, 5)
+    alone = solve_stacked(gpu, problem, data, [params0[3]], PAPER, 5)[0]
+    assert _same(alone, ten[3])
+    cpu = algorithm.solve(problem, data, params0[3], PAPER, 5)
+    assert np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.array(cpu.history["J"])) < 1e-6

@@ -1,7 +1,6 @@
 """The backtracking step rule of lysep_cli/solvers/steps.py for S seeds at once, each seed deciding by a mask.
 
-A building block of the stacked LySep (docs/gpu.md: not built yet, so nothing calls it from the command
-line).  ``Backtracking.step`` takes one block's step for one seed with Python floats; here J0, ||g||^2, the
+The stacked LySep's step rule (lysep_cli/accel/lysep.py).  ``Backtracking.step`` takes one block's step for one seed with Python floats; here J0, ||g||^2, the
 trial step t and the rule's state (tau, last, skip, backoff) are (S,) host arrays, every trial evaluates
 the seeds still trying (one host sync per trial for the whole stack), and each seed accepts or rejects
 with the scalar rule's test, J_S(x - t g) <= J0 - armijo t ||g||^2 (the same operations in the same
