@@ -111,3 +111,31 @@ def test_cuda_refused_by_the_real_command_where_there_is_no_gpu(tiny):
     assert proc.returncode == 2 and proc.stderr.startswith("lysep: error: --device cuda")
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not results.exists()
+
+
+def test_verify_reruns_a_stacked_record_on_its_device_at_the_exact_level(tiny, monkeypatch):
+    """cpu-stacked records verify exactly (rerun on cpu-stacked: the same device keys and numerics id); the
+    same records with their device unknown here fall back to the CPU engine's rerun (another numerics id:
+    not the exact level, yet the bits agree, since the NumPy stack is the CPU engine's run)."""
+    config, results = tiny
+    made = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn,lysep", "--device", "cpu-stacked", "--config",
+                            str(config), "--results", str(results)])
+    assert made.exit_code == 0, made.output
+    checked = cli.invoke(app, ["verify", "elliptic-2d", "--all", "--config", str(config), "--results", str(results)])
+    assert checked.exit_code == 0, checked.output
+    assert checked.stdout.count("exact, bit-identical") == 6 and "levels: exact 6" in checked.stdout
+
+    from lysep_cli.reports import verify
+    from lysep_cli.specs import load_specs
+    from lysep_cli.store import records
+
+    spec = load_specs(config)["elliptic-2d"]
+    record = next(r for r in records.load_records(results, ["elliptic-2d"]).records if r.solver == "lysep")
+    assert verify.rerun(spec, record)[0].versions["device"] == "cpu-stacked"
+
+    def unavailable(device):
+        raise backend.DeviceUnavailable("not here")
+
+    monkeypatch.setattr(backend, "resolve", unavailable)
+    again, _ = verify.rerun(spec, record)
+    assert "device" not in again.versions and again.weights_sha256 == record.weights_sha256
