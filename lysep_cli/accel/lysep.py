@@ -14,8 +14,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
 - the consistency bound J <= factor C_L J_S checked per seed.
 
 Supported settings: weights "frozen", w3_b3 "separate", lstsq "min-norm" or "basic", step_rule
-"backtracking" (back-off too) or "fixed".  No checkpoints: a stacked run that is stopped leaves no record
-(docs/gpu.md).
+"backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
+which a stopped stack resumes bit for bit (docs/gpu.md).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.lstsq import basic_lstsq
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import SolveResult
+from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor
 from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
 from lysep_cli.solvers.lysep.weights import theorem_constant
@@ -352,6 +352,34 @@ class StackedIteration:
         self.unchanged_trials = np.zeros(self.S, dtype=int)
         self.trials = np.zeros(self.S, dtype=int)
 
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The state between sweeps: (JSON-able values, arrays), as algorithm.LySepIteration.snapshot."""
+        arrays = {f"v_{k}": self.be.host(v) for k, v in self.st.v.items()}
+        arrays.update(J_S=self.J_S, unchanged=self.unchanged_trials, trials=self.trials, last_cond=self.last_cond)
+        for b in self.blocks:
+            arrays[f"accepted_{b}"] = self.accepted_steps[b]
+            if self.s.step_rule == "backtracking":
+                r = self.rules[b]
+                arrays.update({f"rule_{b}_tau": r.tau, f"rule_{b}_last": r.last, f"rule_{b}_skip": r.skip,
+                               f"rule_{b}_backoff": r.backoff})
+        return {"last_rank": self.last_rank}, arrays
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Back to a :meth:`snapshot`: the terms, weights and caches recomputed from the variables (functions
+        of them alone, so the same bits as the run had)."""
+        v = {k[2:]: self.xp.asarray(np.ascontiguousarray(a)) for k, a in arrays.items() if k.startswith("v_")}
+        self.st = State(self.xp, self.L, v, self.data.plan)
+        self.terms = compute_terms(self.st, self.data)
+        self.J_S = np.array(arrays["J_S"])
+        self.unchanged_trials, self.trials = np.array(arrays["unchanged"]), np.array(arrays["trials"])
+        self.last_cond, self.last_rank = np.array(arrays["last_cond"]), list(meta["last_rank"])
+        for b in self.blocks:
+            self.accepted_steps[b] = np.array(arrays[f"accepted_{b}"])
+            if self.s.step_rule == "backtracking":
+                r = self.rules[b]
+                r.tau, r.last = np.array(arrays[f"rule_{b}_tau"]), np.array(arrays[f"rule_{b}_last"])
+                r.skip, r.backoff = np.array(arrays[f"rule_{b}_skip"]), np.array(arrays[f"rule_{b}_backoff"])
+
     def step_sizes(self, block: str) -> np.ndarray:
         return self.rules[block].tau if self.s.step_rule == "backtracking" else np.full(self.S, self.s.tau)
 
@@ -476,11 +504,17 @@ def pinn_J(be: Backend, params: list[Params], data: TrainingData, plan: StackedP
     return be.host(_dot(be.xp, fp.R, fp.R) / fp.R.shape[1])
 
 
+#: the per-seed loop values a checkpoint keeps as arrays, beside the histories and the iteration's state
+_LOOP_ARRAYS = ("worst", "violations", "first_violation", "J_first", "cond_first", "diverged_at", "running", "J")
+
+
 def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: list[Params],
                   settings: Settings | dict[str, Any], iterations: int,
-                  progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 50) -> list[SolveResult]:
+                  progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 1,
+                  checkpoint: Checkpoint | None = None) -> list[SolveResult]:
     """algorithm.solve for every network of ``params0`` (one per seed), stacked: one SolveResult per seed,
-    the CPU solver's (without its checkpoints; timings are the stack's)."""
+    the CPU solver's bit for bit (timings are the stack's).  ``checkpoint``: the stack's, resumed from when it
+    holds this stack's state and saved as it comes due; the results are the uninterrupted run's."""
     s = Settings.coerce(settings)
     why = unsupported(s)
     if why:
@@ -494,40 +528,58 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     factor = bound_factor(problem.pde, problem.d) * C
     it = StackedIteration(be, params0, ld, s)
     J = pinn_J(be, it.params(), data, pinn_plan)
-    hist_JS, hist_J = [it.J_S.copy()], [J]
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = np.where(it.J_S > 0, J / it.J_S, np.nan)
-    violations, first_violation = np.zeros(S, dtype=int), np.full(S, -1)
-    J_first, cond_first = np.full(S, np.nan), np.full(S, np.nan)
-    rank_first: list[int | None] = [None] * S
-    rank_min: list[int | None] = [None] * S
     diverged_at = np.where(np.isfinite(it.J_S) & np.isfinite(J), -1, 0)
-    running = diverged_at < 0
-    t0 = time.perf_counter()
-    for k in range(iterations):
+    lp: dict[str, Any] = {"worst": worst, "violations": np.zeros(S, dtype=int), "first_violation": np.full(S, -1),
+                          "J_first": np.full(S, np.nan), "cond_first": np.full(S, np.nan),
+                          "diverged_at": diverged_at, "running": diverged_at < 0, "J": J}
+    meta: dict[str, Any] = {"k": 0, "seconds": 0.0, "cpu_seconds": 0.0, "resumed_at": [],
+                            "rank_first": [None] * S, "rank_min": [None] * S}
+    hist_JS, hist_J = [it.J_S.copy()], [J]
+    saved = checkpoint.load() if checkpoint is not None and lp["running"].any() else None
+    if saved is not None:
+        meta = saved["meta"]["loop"]
+        it.restore(saved["meta"]["iteration"], saved["arrays"])
+        lp = {k: saved["arrays"][f"loop_{k}"] for k in _LOOP_ARRAYS}
+        lp["running"] = lp["running"].astype(bool)
+        hist_J, hist_JS = list(saved["arrays"]["hist_J"]), list(saved["arrays"]["hist_J_S"])
+        meta["resumed_at"].append(meta["k"])
+    before = (meta["seconds"], meta["cpu_seconds"])
+    t0, cpu0 = time.perf_counter() - before[0], time.process_time() - before[1]
+    for k in range(meta["k"], iterations):
+        running = lp["running"]
         if not running.any():
             break
         active = running.copy()
         it.sweep(active, with_cond=k in (0, iterations - 1))
-        J = np.where(running, pinn_J(be, it.params(), data, pinn_plan), J)
+        J = np.where(running, pinn_J(be, it.params(), data, pinn_plan), lp["J"])
         hist_JS.append(it.J_S.copy())
         hist_J.append(J.copy())
         if k == 0:
-            J_first, cond_first = J.copy(), it.last_cond.copy()
+            lp["J_first"], lp["cond_first"] = J.copy(), it.last_cond.copy()
         for i in np.flatnonzero(running):  # loop over the seeds: the W_3 system's rank (lstsq basic only)
             if it.last_rank[i] is not None:
-                rank_first[i] = it.last_rank[i] if rank_first[i] is None else rank_first[i]
-                rank_min[i] = min(rank_min[i] if rank_min[i] is not None else it.last_rank[i], it.last_rank[i])
+                first, low = meta["rank_first"][i], meta["rank_min"][i]
+                meta["rank_first"][i] = it.last_rank[i] if first is None else first
+                meta["rank_min"][i] = min(low if low is not None else it.last_rank[i], it.last_rank[i])
         bad = running & ~(np.isfinite(it.J_S) & np.isfinite(J))
-        diverged_at = np.where(bad, k + 1, diverged_at)
+        lp["diverged_at"] = np.where(bad, k + 1, lp["diverged_at"])
         ok = running & ~bad
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(it.J_S > 0, J / it.J_S, np.inf)
-        worst = np.where(ok & (ratio > worst), ratio, worst)
+        lp["worst"] = np.where(ok & (ratio > lp["worst"]), ratio, lp["worst"])
         violated = ok & (J > factor * it.J_S)
-        violations += violated
-        first_violation = np.where(violated & (first_violation < 0), k + 1, first_violation)
-        running = ok
+        lp["violations"] = lp["violations"] + violated
+        lp["first_violation"] = np.where(violated & (lp["first_violation"] < 0), k + 1, lp["first_violation"])
+        lp["running"], lp["J"] = ok, J
+        meta["k"] = k + 1
+        if checkpoint is not None and meta["k"] < iterations and ok.any() and checkpoint.due():
+            meta["seconds"], meta["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - cpu0
+            state, arrays = it.snapshot()
+            checkpoint.save({"loop": meta, "iteration": state},
+                            {**arrays, **{f"loop_{name}": np.asarray(v) for name, v in lp.items()},
+                             "hist_J": np.array(hist_J), "hist_J_S": np.array(hist_JS)})
         if progress is not None and ((k + 1) % sync_every == 0 or k + 1 == iterations):
             progress(k, J)
     seconds = time.perf_counter() - t0
@@ -535,11 +587,14 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     sweeps = len(hist_J) - 1
     out = []
     for i in range(S):
-        n = sweeps + 1 if diverged_at[i] < 0 else int(diverged_at[i]) + 1
+        n = sweeps + 1 if lp["diverged_at"][i] < 0 else int(lp["diverged_at"][i]) + 1
         HJ, HJS = [float(h[i]) for h in hist_J[:n]], [float(h[i]) for h in hist_JS[:n]]
-        out.append(_result(i, params[i], params0[i], HJ, HJS, int(diverged_at[i]), it, s, L, factor, C,
-                           problem, violations[i], first_violation[i], worst[i], J_first[i], cond_first[i],
-                           rank_first[i], rank_min[i], seconds / max(1, sweeps)))
+        result = _result(i, params[i], params0[i], HJ, HJS, int(lp["diverged_at"][i]), it, s, L, factor, C, problem,
+                         lp["violations"][i], lp["first_violation"][i], lp["worst"][i], lp["J_first"][i],
+                         lp["cond_first"][i], meta["rank_first"][i], meta["rank_min"][i], seconds / max(1, sweeps))
+        if meta["resumed_at"]:
+            result.diagnostics.update(resumed_at_sweeps=meta["resumed_at"], seconds_before_resume=list(before))
+        out.append(result)
     return out
 
 
