@@ -139,3 +139,41 @@ def test_verify_reruns_a_stacked_record_on_its_device_at_the_exact_level(tiny, m
     monkeypatch.setattr(backend, "resolve", unavailable)
     again, _ = verify.rerun(spec, record)
     assert "device" not in again.versions and again.weights_sha256 == record.weights_sha256
+
+
+def test_a_killed_stacked_lysep_run_resumes_from_its_stacks_checkpoint(tmp_path):
+    """SIGKILL mid-stack: the next `lysep run --device cpu-stacked` goes on from the stack's checkpoint and
+    writes the records an uninterrupted stack writes (timings aside), whose networks and histories are the
+    CPU engine's, byte for byte; the checkpoint is then removed."""
+    import os
+    import signal
+    import time
+
+    from foundation_helpers import resumable_part, tiny_lysep_run, tiny_lysep_yaml
+    from lysep_cli.store.checkpoint import checkpoint_path
+
+    config = write_tiny(tmp_path, tiny_lysep_yaml(iterations=120, seeds="0,1"))
+    env = {**os.environ, "LYSEP_CHECKPOINT_SECONDS": "0"}
+    killed, whole, cpu = tmp_path / "killed", tmp_path / "whole", tmp_path / "cpu"
+    proc = tiny_lysep_run(config, killed, env, "--device", "cpu-stacked")
+    ckpt = checkpoint_path(killed, "tiny", "lysep", 3, 6, 0)
+    deadline = time.monotonic() + 60
+    while not ckpt.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=20)
+    assert ckpt.exists() and not (killed / "tiny/lysep/L3-M6/seed-0.json").exists()
+    again = tiny_lysep_run(config, killed, env, "--device", "cpu-stacked")
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err
+    assert not ckpt.exists()
+    for target, extra in ((whole, ("--device", "cpu-stacked")), (cpu, ())):
+        tiny_lysep_run(config, target, {**env, "LYSEP_CHECKPOINT_SECONDS": "off"}, *extra).communicate(timeout=300)
+    for seed in (0, 1):
+        name = f"tiny/lysep/L3-M6/seed-{seed}"
+        rec, want = (json.loads((d / f"{name}.json").read_text()) for d in (killed, whole))
+        assert rec["diagnostics"]["resumed_at_sweeps"][0] > 0
+        for r in (rec, want):
+            r["diagnostics"].pop("stack_seconds")  # (a timing, like those resumable_part leaves out)
+        assert resumable_part(rec) == resumable_part(want)
+        assert (killed / f"{name}.npz").read_bytes() == (cpu / f"{name}.npz").read_bytes()

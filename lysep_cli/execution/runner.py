@@ -154,11 +154,29 @@ def _record(spec: ExperimentSpec, key: RunKey, iterations: int, result: SolveRes
     return record
 
 
+def _stack_checkpoint(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path | None,
+                      versions: dict[str, str]) -> checkpoints.Checkpoint | None:
+    """A LySep stack's one checkpoint (its state for every seed), where its first seed's would be, when they
+    are on; its identity names the stack's seeds, so a run of other seeds ignores and replaces it."""
+    from lysep_cli.store.fingerprint import DEVICE_KEYS
+
+    key = keys[0]
+    if results_dir is None or not keeps_checkpoint(key.solver):
+        return None
+    identity = {"run": [spec.name, key.solver, key.L, key.M, [k.seed for k in keys], iterations],
+                "data": experiment_data(spec).sha256, "settings": jsonable(spec.solvers[key.solver].to_dict()),
+                "platform": {k: v for k, v in versions.items() if k in EXACT_KEYS + DEVICE_KEYS}}
+    path = checkpoints.checkpoint_path(results_dir, spec.name, key.solver, key.L, key.M, key.seed)
+    return stopping.SavingCheckpoint(path, identity, checkpoints.interval())
+
+
 def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, device: str,
-                  progress: Callable[[int, Any], None] | None = None) -> list[tuple[RunRecord, Params]]:
+                  progress: Callable[[int, Any], None] | None = None,
+                  results_dir: Path | None = None) -> list[tuple[RunRecord, Params]]:
     """The runs ``keys`` (one solver that stacks, one size, several seeds) trained in one stack on the stacked
     engine of ``device`` (lysep_cli/accel; docs/gpu.md); (record, trained params) per key, in order.  Each
-    record's time is the stack's divided by its seeds; its ``versions`` name the device and array library."""
+    record's time is the stack's divided by its seeds; its ``versions`` name the device and array library.
+    With ``results_dir``, a LySep stack resumes from its checkpoint there and saves one as it goes."""
     from lysep_cli.accel import backend as backends
     from lysep_cli.accel import lysep as stacked_lysep
     from lysep_cli.accel import pinn as stacked_pinn
@@ -168,14 +186,18 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     params0 = [network.init_params(train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
     solver, settings = keys[0].solver, spec.solvers[keys[0].solver]
     numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(solver))  # the same bits either way
+    versions = {**fingerprint(), **be.fingerprint()}
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         if solver == "lysep":
-            results = stacked_lysep.solve_stacked(be, problem, train, params0, settings, iterations, progress)
+            ckpt = _stack_checkpoint(spec, keys, iterations, results_dir, versions)
+            results = stacked_lysep.solve_stacked(be, problem, train, params0, settings, iterations, progress,
+                                                  checkpoint=ckpt)
         else:
             results = stacked_pinn.solve_stacked(be, train, params0, settings, iterations, progress)
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
-        versions = {**fingerprint(), **be.fingerprint()}
+        wall_before, cpu_before = results[0].diagnostics.get("seconds_before_resume", (0.0, 0.0))
+        seconds, cpu_seconds = seconds + wall_before, cpu_seconds + cpu_before  # a resumed stack: all its parts
         S = len(keys)
         for result in results:
             result.diagnostics.update(stacked_seeds=S, stack_seconds=seconds)
@@ -461,16 +483,18 @@ def _run_stacked(spec: ExperimentSpec, keys: list[RunKey], iterations: int, resu
         def progress(k: int, J: Any, cell: list[RunKey] = cell) -> None:
             for key, value in zip(cell, J):
                 reporter.loss(key, k, float(value))
+            stopping.check(k, iterations)
 
-        try:
-            done = execute_stack(spec, cell, iterations, device, progress)
-        except Exception as exc:
-            for key in cell:
-                sweep.failed.append((key, _error(exc)))
-                reporter.failed(key, sweep.failed[-1][1])
-            continue
-        for key, (record, params) in zip(cell, done):
-            _finish(sweep, key, record, params, results_dir, reporter)
+        with stopping.deferred(keeps_checkpoint(solver)):  # a stop waits for the stack's checkpoint
+            try:
+                done = execute_stack(spec, cell, iterations, device, progress, results_dir)
+            except Exception as exc:
+                for key in cell:
+                    sweep.failed.append((key, _error(exc)))
+                    reporter.failed(key, sweep.failed[-1][1])
+                continue
+            for key, (record, params) in zip(cell, done):
+                _finish(sweep, key, record, params, results_dir, reporter)
 
 
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
