@@ -177,7 +177,7 @@ def _weights(st: State, data: Data) -> Weights:
         w2, w1c, n1, n2, q2 = w[2][:, None], w1[:, :, None], nd[1], nd[2], nq[2]
         w2d = w[2][:, None, None]
         hS = xp.asarray(h.hj[S])
-        A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS, q2)
+        A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], q2)[:, 0, :]  # hS @ nq per seed
         A1 = A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1)
         rho_a[1] = w2 * A1 + xp.sum(w1c * hj * (w2d * n1 + w2d * w2d * (n1 + n2)), axis=1)
         rho_a[2] = A2 + w2 * xp.sum(w1c * hj * n2, axis=1)
