@@ -12,7 +12,8 @@ Sections (each written to OUT.md as it finishes, the figures also to OUT.json):
    over the history).
 3. s/iteration (PINN) and s/sweep (LySep) for every paper (cell, solver) pair, 10 seeds stacked, beside one
    CPU core on this machine (one seed, one BLAS thread) and the archive's records; rfls and rfm run on the
-   host (the CPU engine).
+   host (the CPU engine).  3b: a LySep sweep's time split, the W_L least squares on the host against the
+   rest, and the same systems by CuPy's lstsq on the device (timed only).
 4. one whole cell end to end with ``lysep run --device``: elliptic-10d (3,150) LySep, 10 seeds x 2000
    sweeps (fewer if the measured rate says they would not fit: said so), records into a scratch results
    directory, then ``lysep verify --against results/paper``.
@@ -219,6 +220,50 @@ def per_cell(be: backends.Backend, specs: dict[str, ExperimentSpec], out: Report
     return rates
 
 
+def lysep_split(be: backends.Backend, spec: ExperimentSpec, L: int, M: int, sweeps: int, out: Report) -> None:
+    """Where a stacked LySep sweep's time goes: the W_L least squares on the host (B's copy back included)
+    against the whole sweep, and what the same systems cost solved on the device instead (CuPy's SVD-based
+    lstsq, one seed after the other; timed only, its bits are not the CPU's)."""
+    out(f"## 3b. Where a LySep sweep's time goes: {spec.name} ({L},{M}), 10 seeds stacked, {sweeps} sweeps\n")
+    spent = [0.0, 0]
+    original = stacked_lysep.StackedIteration._solve_W3
+
+    def timed(self, active, with_cond):
+        synced(be)()
+        t = time.perf_counter()
+        try:
+            return original(self, active, with_cond)
+        finally:
+            spent[0] += time.perf_counter() - t
+            spent[1] += 1
+
+    stacked_lysep.StackedIteration._solve_W3 = timed
+    try:
+        total = stack_rate(be, spec, "lysep", L, M, list(range(10)), sweeps) * sweeps
+    finally:
+        stacked_lysep.StackedIteration._solve_W3 = original
+    host = spent[0] * sweeps / max(spent[1], 1)  # the timed run's share (the warm-up's calls averaged in)
+    out(f"- whole sweeps: {total / sweeps:.3e} s/sweep; W_L least squares on the host: {host / sweeps:.3e} "
+        f"s/sweep ({100 * host / total:.0f} %)")
+    out.figures["lysep_split"] = {"s_per_sweep": total / sweeps, "host_lstsq_s_per_sweep": host / sweeps}
+    if be.xp is np:
+        out("- (the device alternative is timed on a GPU only)\n")
+        return
+    xp = be.xp
+    N = experiment_data(spec).training.Z.shape[1]
+    A = xp.asarray(np.random.default_rng(0).normal(size=(10, N + M, M)))
+    rhs = xp.asarray(np.random.default_rng(1).normal(size=(10, N + M)))
+    xp.linalg.lstsq(A[0], rhs[0], rcond=None)
+    synced(be)()
+    t = time.perf_counter()
+    for i in range(10):  # loop over the seeds: CuPy's lstsq takes one system
+        xp.linalg.lstsq(A[i], rhs[i], rcond=None)
+    synced(be)()
+    device = time.perf_counter() - t
+    out(f"- the same 10 systems ({N + M} x {M}) by cupy.linalg.lstsq on the device: {device:.3e} s per sweep\n")
+    out.figures["lysep_split"]["device_lstsq_s_per_sweep"] = device
+
+
 #: seconds the script plans to end within (gpu_check.sh kills it at 480): the whole cell shrinks to fit
 BUDGET_S = 420.0
 
@@ -396,6 +441,8 @@ def main() -> None:
             its, cpu_its = ({"pinn": 3, "lysep": 2}, {"pinn": 1, "lysep": 1}) if args.smoke else \
                 ({"pinn": 20, "lysep": 5}, {"pinn": 3, "lysep": 2})
             failed.append(not section(out, lambda: rates.update(per_cell(be, specs, out, its, cpu_its, archive_r))))
+            big = ("elliptic-2d", 3, 6) if args.smoke else ("elliptic-10d", 3, 150)
+            failed.append(not section(out, lysep_split, be, specs[big[0]], big[1], big[2], 2 if args.smoke else 5, out))
             cell = ("elliptic-2d", "lysep", 3, 6, 20) if args.smoke else ("elliptic-10d", "lysep", 3, 150, 2000)
             n = affordable(cell[4], rates.get(cell[:4]), BUDGET_S - (time.perf_counter() - started), out)
             failed.append(not section(out, whole_cell, device, config, cell[0], cell[1], f"{cell[2]}x{cell[3]}", n,
