@@ -151,9 +151,29 @@ def cpu_rate(spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int]
     return total / iterations
 
 
+#: the archive's digest for a machine that gets the repository without results/paper (a lent GPU machine
+#: takes a working tree of at most 64 MiB; the archive alone is 68 MB): its finals, as `lysep verify
+#: --save-finals` writes them (for `--against`), and its CPU seconds per iteration per (cell, solver)
+DIGEST_FINALS = ROOT / "benchmarks/results/gpu_check_paper_finals.csv"
+DIGEST_RATES = ROOT / "benchmarks/results/gpu_check_paper_rates.json"
+
+
+def write_digest(results: Path) -> None:
+    """``--digest``: the two digest files from the archive ``results`` (run where the archive is)."""
+    subprocess.run([sys.executable, "-m", "lysep_cli.cli", "verify", *PAPER, "--results", str(results),
+                    "--save-finals", str(DIGEST_FINALS)], check=True, cwd=ROOT, env=ENV)
+    rates = archive_rates(results, list(PAPER))
+    DIGEST_RATES.write_text(json.dumps({"|".join(map(str, k)): v for k, v in sorted(rates.items())}, indent=1) + "\n")
+    print(f"wrote {DIGEST_FINALS} and {DIGEST_RATES} ({len(rates)} (cell, solver) pairs)")
+
+
 def archive_rates(results: Path, names: list[str]) -> dict[tuple[str, str, int, int], float]:
-    """(experiment, solver, L, M) -> the archive's mean seconds per iteration of one run (its machine's CPU)."""
+    """(experiment, solver, L, M) -> the archive's mean seconds per iteration of one run (its machine's CPU);
+    from the digest when ``results`` is not here."""
     if not results.is_dir():
+        if results == ROOT / "results/paper" and DIGEST_RATES.is_file():
+            return {(e, so, int(L), int(M)): v for key, v in json.loads(DIGEST_RATES.read_text()).items()
+                    for e, so, L, M in [key.split("|")]}
         return {}
     out: dict[tuple[str, str, int, int], list[float]] = {}
     for r in records.load_records(results, names).records:
@@ -408,7 +428,10 @@ def main() -> None:
     ap.add_argument("--cpu-ratio", help="only the CPU side by side, e.g. elliptic-2d:3x30")
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--digest", action="store_true", help="write the archive's digest (finals, rates) and stop")
     args = ap.parse_args()
+    if args.digest:
+        return write_digest(ROOT / "results/paper")
     if args.cpu_ratio:
         return cpu_ratio(args.cpu_ratio, args.seeds, args.iterations, ROOT / "experiments.yaml")
     started = time.perf_counter()
@@ -425,17 +448,22 @@ def main() -> None:
                             "--results", str(archive)], check=True, capture_output=True, cwd=ROOT, env=ENV)
         else:
             config, archive = ROOT / "experiments.yaml", ROOT / "results/paper"
+            if not archive.is_dir():  # a working tree without the archive: its digest (finals and rates)
+                archive = DIGEST_FINALS
         all_specs = load_specs(config)
         specs = {n: all_specs[n] for n in PAPER if n in all_specs}
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
         out(f"# GPU check (issue 40), {stamp}{' — SMOKE RUN: tiny sizes on NumPy, not a measurement' if args.smoke else ''}\n")
+        if archive == DIGEST_FINALS:
+            out(f"(results/paper is not here: the archive's digest, {DIGEST_FINALS.name} and {DIGEST_RATES.name}, "
+                "stands in for it)\n")
         out("## 1. The device\n")
         out("```\n" + json.dumps(be.fingerprint(), indent=1) + "\n```\n")
         out.figures["device"] = be.fingerprint()
         out.flush()
         with np.errstate(all="ignore"):
             first = next(iter(specs.values()))
-            archive_r = archive_rates(archive, list(specs))
+            archive_r = archive_rates(ROOT / "results/paper" if archive == DIGEST_FINALS else archive, list(specs))
             failed = [not section(out, check_exactness, be, first, first.sizes[0][1], out, args.smoke)]
             rates: dict = {}
             its, cpu_its = ({"pinn": 3, "lysep": 2}, {"pinn": 1, "lysep": 1}) if args.smoke else \
