@@ -148,6 +148,8 @@ def run(
                                           help="seconds to reach the scheduler"),
     same_numerics: bool = Flag(False, "--same-numerics", help="refuse when EXPERIMENT's records under --results "
                                "were made by other numerics (an archive kept to one numerics id)"),
+    device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
+                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'); docs/gpu.md"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped."""
     from lysep_cli.execution import cluster
@@ -161,9 +163,10 @@ def run(
     opt.positive(iterations, "--iterations")
     opt.positive(jobs, "--jobs")
     opt.positive_finite(connect_timeout, "--connect-timeout")
+    target = cluster.resolve_target(scheduler, scheduler_file)
     req = SweepRequest(spec, solvers, size_list, specs.parse_seeds(seeds, spec),
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
-                       cluster.resolve_target(scheduler, scheduler_file), connect_timeout)
+                       target, connect_timeout, opt.device(device, solvers, jobs, target, spec))
     opt.writable_dir(results, "--results")
     if same_numerics:
         opt.same_numerics(results, spec.name)

@@ -314,3 +314,31 @@ def _existing_parent(path: Path, option: str) -> Path:
     if not parent.is_dir():
         raise BadInput(f"{option} {path}: directory {parent} does not exist (create it first)")
     return parent
+
+
+def device(name: str, solvers: list[str], jobs: int, target: Any, spec: ExperimentSpec) -> str:
+    """``--device``: cpu, or a stacked device (cpu-stacked, cuda; docs/gpu.md) that can run here, for solvers it
+    runs (stacked, or on the host) with settings it supports, in this process (no --jobs, no --scheduler)."""
+    from lysep_cli.accel import backend
+    from lysep_cli.accel.lysep import unsupported
+
+    if name == "cpu":
+        return name
+    if name not in backend.DEVICES:
+        raise BadInput(f"--device {name}: choose from {', '.join(backend.DEVICES)}")
+    other = [s for s in solvers if s not in backend.STACKED_SOLVERS + backend.HOST_SOLVERS]
+    if other:
+        raise BadInput(f"--device {name} runs {', '.join(backend.STACKED_SOLVERS)} (stacked) and "
+                       f"{', '.join(backend.HOST_SOLVERS)} (on the host), not {', '.join(other)}: choose "
+                       "--solver among those, or --device cpu")
+    why = unsupported(spec.solvers["lysep"]) if "lysep" in solvers else None
+    if why:
+        raise BadInput(f"--device {name}: {why} ({spec.name}'s lysep settings); use --device cpu")
+    if jobs > 1 or target is not None:
+        raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs and "
+                       "--scheduler (and $LYSEP_SCHEDULER)")
+    try:
+        backend.resolve(name)
+    except backend.DeviceUnavailable as exc:
+        raise BadInput(str(exc)) from None
+    return name

@@ -33,7 +33,7 @@ from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, relative
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.sincos import numba_for_run
 from lysep_cli.solvers import solver_def
-from lysep_cli.solvers.base import copy_params, diverged
+from lysep_cli.solvers.base import SolveResult, copy_params, diverged
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store import records
@@ -115,6 +115,17 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         wall_before, cpu_before = result.diagnostics.get("seconds_before_resume", (0.0, 0.0))
         seconds, cpu_seconds = seconds + wall_before, cpu_seconds + cpu_before  # a resumed run: all its parts
+        return _record(spec, key, iterations, result, seconds, cpu_seconds), result.params
+
+
+def _record(spec: ExperimentSpec, key: RunKey, iterations: int, result: SolveResult, seconds: float,
+            cpu_seconds: float, versions: dict[str, str] | None = None) -> RunRecord:
+    """The record of a solved run: its final J and l2 evaluated here (on the host, by the CPU engine), the
+    status checked, ``versions`` the platform fingerprint (default: this process's)."""
+    data = experiment_data(spec)
+    problem, train = data.problem, data.training
+    settings = spec.solvers[key.solver]
+    with np.errstate(all="ignore"):
         J = network.pinn_loss(result.params, train.Z, train.coef, train.Y)
         l2 = relative_l2(problem, result.params, Z_test=data.Z_test)
 
@@ -139,8 +150,59 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
         bound=jsonable(result.bound), history=history,
         # cpu_seconds: CPU time of the solve (wall time is `seconds`; on a shared machine they differ)
         diagnostics={**jsonable(result.diagnostics), "cpu_seconds": cpu_seconds},
-        versions=fingerprint())
-    return record, result.params
+        versions=versions or fingerprint())
+    return record
+
+
+def _stack_checkpoint(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path | None,
+                      versions: dict[str, str]) -> checkpoints.Checkpoint | None:
+    """A LySep stack's one checkpoint (its state for every seed), where its first seed's would be, when they
+    are on; its identity names the stack's seeds, so a run of other seeds ignores and replaces it."""
+    from lysep_cli.store.fingerprint import DEVICE_KEYS
+
+    key = keys[0]
+    if results_dir is None or not keeps_checkpoint(key.solver):
+        return None
+    identity = {"run": [spec.name, key.solver, key.L, key.M, [k.seed for k in keys], iterations],
+                "data": experiment_data(spec).sha256, "settings": jsonable(spec.solvers[key.solver].to_dict()),
+                "platform": {k: v for k, v in versions.items() if k in EXACT_KEYS + DEVICE_KEYS}}
+    path = checkpoints.checkpoint_path(results_dir, spec.name, key.solver, key.L, key.M, key.seed)
+    return stopping.SavingCheckpoint(path, identity, checkpoints.interval())
+
+
+def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, device: str,
+                  progress: Callable[[int, Any], None] | None = None,
+                  results_dir: Path | None = None) -> list[tuple[RunRecord, Params]]:
+    """The runs ``keys`` (one solver that stacks, one size, several seeds) trained in one stack on the stacked
+    engine of ``device`` (lysep_cli/accel; docs/gpu.md); (record, trained params) per key, in order.  Each
+    record's time is the stack's divided by its seeds; its ``versions`` name the device and array library.
+    With ``results_dir``, a LySep stack resumes from its checkpoint there and saves one as it goes."""
+    from lysep_cli.accel import backend as backends
+    from lysep_cli.accel import lysep as stacked_lysep
+    from lysep_cli.accel import pinn as stacked_pinn
+
+    be = backends.resolve(device)
+    problem, train = experiment_data(spec).problem, experiment_data(spec).training
+    params0 = [network.init_params(train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
+    solver, settings = keys[0].solver, spec.solvers[keys[0].solver]
+    numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(solver))  # the same bits either way
+    versions = {**fingerprint(), **be.fingerprint()}
+    start, cpu_start = time.perf_counter(), time.process_time()
+    with threadpool_limits(limits=1), np.errstate(all="ignore"):
+        if solver == "lysep":
+            ckpt = _stack_checkpoint(spec, keys, iterations, results_dir, versions)
+            results = stacked_lysep.solve_stacked(be, problem, train, params0, settings, iterations, progress,
+                                                  checkpoint=ckpt)
+        else:
+            results = stacked_pinn.solve_stacked(be, train, params0, settings, iterations, progress)
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+        wall_before, cpu_before = results[0].diagnostics.get("seconds_before_resume", (0.0, 0.0))
+        seconds, cpu_seconds = seconds + wall_before, cpu_seconds + cpu_before  # a resumed stack: all its parts
+        S = len(keys)
+        for result in results:
+            result.diagnostics.update(stacked_seeds=S, stack_seconds=seconds)
+        return [(_record(spec, key, iterations, result, seconds / S, cpu_seconds / S, versions), result.params)
+                for key, result in zip(keys, results)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,12 +464,46 @@ def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, r
             _finish(sweep, out.key, out.record, out.params, results_dir, reporter)
 
 
+def _run_stacked(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
+                 reporter: Reporter, device: str, sweep: Sweep) -> None:
+    """The seeds of each (solver, L, M) in one stack (:func:`execute_stack`); the solvers the stacked engine
+    leaves to the host (rfls, rfm: one least-squares solve, lysep_cli/accel/backend.py) one run at a time."""
+    from lysep_cli.accel.backend import STACKED_SOLVERS
+
+    cells: dict[tuple[str, int, int], list[RunKey]] = {}
+    for key in keys:
+        cells.setdefault((key.solver, key.L, key.M), []).append(key)
+    for (solver, _, _), cell in cells.items():
+        if solver not in STACKED_SOLVERS:
+            _run_sequential(spec, cell, iterations, results_dir, reporter, sweep)
+            continue
+        for key in cell:
+            reporter.begin(key)
+
+        def progress(k: int, J: Any, cell: list[RunKey] = cell) -> None:
+            for key, value in zip(cell, J):
+                reporter.loss(key, k, float(value))
+            stopping.check(k, iterations)
+
+        with stopping.deferred(keeps_checkpoint(solver)):  # a stop waits for the stack's checkpoint
+            try:
+                done = execute_stack(spec, cell, iterations, device, progress, results_dir)
+            except Exception as exc:
+                for key in cell:
+                    sweep.failed.append((key, _error(exc)))
+                    reporter.failed(key, sweep.failed[-1][1])
+                continue
+            for key, (record, params) in zip(cell, done):
+                _finish(sweep, key, record, params, results_dir, reporter)
+
+
 def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: str | Path,
                    jobs: int = 1, reporter: Reporter | None = None, cluster: Any = None,
-                   copies: list[tuple[RunKey, Path]] | None = None) -> Sweep:
+                   copies: list[tuple[RunKey, Path]] | None = None, device: str = "cpu") -> Sweep:
     """Make sure ``data.npz`` holds the spec's data set (restored when missing or corrupt, even with no
     runs to do), write the ``copies`` (:attr:`Plan.copies`), then run ``keys`` and write each record as
-    its run finishes.  With ``cluster`` (a
+    its run finishes.  With a stacked ``device`` (cpu-stacked, cuda) a cell's seeds run in one stack
+    (:func:`execute_stack`) in this process.  With ``cluster`` (a
     connected :class:`lysep_cli.execution.cluster.Session`) the runs are tasks on a dask cluster and ``jobs`` is
     ignored.
 
@@ -424,7 +520,9 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
         return sweep
     reporter.start(len(keys))
     try:
-        if cluster is not None:
+        if device != "cpu":
+            _run_stacked(spec, keys, iterations, results_dir, reporter, device, sweep)
+        elif cluster is not None:
             _run_on_cluster(spec, keys, iterations, results_dir, reporter, cluster, sweep)
         elif jobs <= 1 or len(keys) == 1:
             _run_sequential(spec, keys, iterations, results_dir, reporter, sweep)
@@ -437,5 +535,5 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     return sweep
 
 
-__all__ = ["RunKey", "execute", "Plan", "plan_runs", "identical_run", "copy_runs", "Reporter", "Sweep",
+__all__ = ["RunKey", "execute", "execute_stack", "Plan", "plan_runs", "identical_run", "copy_runs", "Reporter", "Sweep",
            "run_experiment"]

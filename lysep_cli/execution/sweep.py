@@ -38,6 +38,8 @@ class SweepRequest:
     target: Any = None
     """a dask scheduler target (lysep_cli.execution.cluster.resolve_target) or None: local processes"""
     connect_timeout: float = 10.0
+    device: str = "cpu"
+    """cpu (one run at a time per process), or a stacked device (cpu-stacked, cuda: lysep_cli/accel)"""
 
 
 class Interrupted(Exception):
@@ -132,8 +134,9 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
     session = None
 
     def check(plan: Plan) -> None:  # before anything is locked or written
-        if req.target is None and plan.todo:  # (on a cluster, the workers' memory is theirs to judge)
-            check_memory(spec, plan.todo, jobs)
+        if req.target is None and req.device != "cuda" and plan.todo:  # (a cluster's or GPU's memory: theirs)
+            at_once = len(req.seeds) if req.device == "cpu-stacked" else jobs  # a stack holds every seed's arrays
+            check_memory(spec, plan.todo, at_once)
         if plan.conflicts and not req.force:
             _, path, why = plan.conflicts[0]
             raise BadInput(f"{len(plan.conflicts)} run(s) already have a record made with other iterations, "
@@ -173,6 +176,8 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
     spec = req.spec
     replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
     where = f"scheduler {session.describe()}" if session is not None else f"jobs {req.jobs}"
+    if req.device != "cpu":
+        where = f"device {req.device} (a cell's seeds in one stack)"
     copied = (f", {len(plan.copies)} copied from identical runs of "
               f"{', '.join(sorted({RunPath.parse(path).experiment for _, path in plan.copies}))}"
               if plan.copies else "")
@@ -204,7 +209,7 @@ def _run_and_summarise(req: SweepRequest, plan: Plan, held: locks.RunLocks, sess
     try:  # each run is marked started in its lock while computed (lysep status: running, not queued)
         done = runner.run_experiment(spec, plan.todo, req.iterations, results, jobs=req.jobs,
                                      reporter=held.reporting(reporter, results, spec.name),
-                                     cluster=session, copies=plan.copies)
+                                     cluster=session, copies=plan.copies, device=req.device)
     except KeyboardInterrupt as exc:
         saved = (" (a LySep run saved its checkpoint at the sweep it reached)"
                  if any(runner.keeps_checkpoint(key.solver) for key in plan.todo) else "")

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from lysep_cli.execution.runner import RunKey, execute
+from lysep_cli.execution.runner import RunKey, execute, execute_stack
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import problem_of
 from lysep_cli.numerics.metrics import finite_or_none, relative_l2
@@ -249,8 +249,21 @@ def judge(record: RunRecord, archived_params: Params, rerun: RunRecord, rerun_pa
 
 
 def rerun(spec: ExperimentSpec, record: RunRecord) -> tuple[RunRecord, Params]:
-    """Train the archived run again (same spec, key and iterations); no file written."""
-    return execute(spec, RunKey(record.solver, record.L, record.M, record.seed), record.iterations)
+    """Train the archived run again (same spec, key and iterations); no file written.  A run of the stacked
+    engine is rerun on its device when that device can run here (a stack of one seed: a seed's numbers do
+    not depend on its stack, docs/gpu.md), else on the CPU engine."""
+    from lysep_cli.accel import backend
+
+    key = RunKey(record.solver, record.L, record.M, record.seed)
+    device = record.versions.get("device")
+    if device in backend.STACKED_DEVICES and record.solver in backend.STACKED_SOLVERS:
+        try:
+            backend.resolve(device)
+        except backend.DeviceUnavailable:
+            pass
+        else:
+            return execute_stack(spec, [key], record.iterations, device)[0]
+    return execute(spec, key, record.iterations)
 
 
 def verify(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, level: str = "auto") -> Check:

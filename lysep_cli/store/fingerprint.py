@@ -30,6 +30,9 @@ NUMERIC_SOURCES = ("numerics/*.py", "solvers/*.py", "solvers/lysep/*.py")
 
 #: the keys that fix a run's bits; the CPU model is not one of them
 EXACT_KEYS = ("numerics", "numpy_simd", "blas", "blas_core", "numpy", "scipy", "python")
+#: the keys a run of the stacked engine adds (lysep_cli/accel/backend.py; docs/gpu.md): they fix its bits too,
+#: and a record without them (the CPU engine's) reads them as absent on both sides
+DEVICE_KEYS = ("device", "array_library", "gpu", "cuda")
 UNRECORDED = "unrecorded"
 
 #: numerics ids of code changed without changing a bit, each mapped to the earlier id whose bits it keeps
@@ -101,7 +104,7 @@ def fingerprint() -> dict[str, str]:
 
 
 def differing(old: Mapping[str, str], new: Mapping[str, str],
-              keys: tuple[str, ...] = EXACT_KEYS + ("machine",)) -> list[str]:
+              keys: tuple[str, ...] = EXACT_KEYS + DEVICE_KEYS + ("machine",)) -> list[str]:
     """``key: old -> new`` for each key whose values differ or are unrecorded on one side."""
     out = []
     for key in keys:
@@ -119,4 +122,5 @@ def same_platform(old: Mapping[str, str], new: Mapping[str, str]) -> bool:
             return bits_of(old[key]) == bits_of(new[key])
         return old[key] == new[key]
 
-    return all(key in old and key in new and same(key) for key in EXACT_KEYS)
+    return (all(key in old and key in new and same(key) for key in EXACT_KEYS)
+            and all(old.get(key) == new.get(key) for key in DEVICE_KEYS))

@@ -1,0 +1,488 @@
+"""The GPU check of issue 40: the stacked engine on one GPU, measured and checked in one run (<= 8 minutes).
+
+    bash benchmarks/gpu_check.sh                    # on a machine with CuPy and an NVIDIA GPU
+    python benchmarks/gpu_check.py --smoke --out DIR   # anywhere: tiny sizes, xp = numpy (cpu-stacked)
+    python benchmarks/gpu_check.py --cpu-ratio elliptic-2d:3x30:lysep --seeds 10 --iterations 10   # CPU only
+
+Sections (each written to OUT.md as it finishes, the figures also to OUT.json):
+
+1. the device: GPU model, CUDA, CuPy, NumPy.
+2. exactness on the device: sigma's CUDA kernel against the CPU's bits; a seed alone, in a stack of 10 and in
+   the reversed stack (bit for bit); a stacked seed against the CPU engine (largest relative difference of J
+   over the history).
+3. s/iteration (PINN) and s/sweep (LySep) for every paper (cell, solver) pair, 10 seeds stacked, beside one
+   CPU core on this machine (one seed, one BLAS thread) and the archive's records; rfls and rfm run on the
+   host (the CPU engine).  3b: a LySep sweep's time split, the W_L least squares on the host against the
+   rest, and the same systems by CuPy's lstsq on the device (timed only).
+4. one whole cell end to end with ``lysep run --device``: elliptic-10d (3,150) LySep, 10 seeds x 2000
+   sweeps (fewer if the measured rate says they would not fit: said so), records into a scratch results
+   directory, then ``lysep verify --against results/paper``.
+5. the PyTorch peer: autograd PINN-GD, float64, the same 10 seeds stacked (a leading seed axis, as vmap
+   would), s/iteration per cell on the same device.
+6. the full sweep (every paper cell, 10 seeds, 2000 iterations) from the measured rates.
+
+``--smoke`` does all of it on NumPy with a tiny experiments file (the test's: tests/test_stacked.py runs it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # lysep need not be installed
+
+import lysep_cli  # noqa: E402,F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from typing import Any, Callable  # noqa: E402
+
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+from lysep_cli.accel import backend as backends  # noqa: E402
+from lysep_cli.accel import sigma  # noqa: E402
+from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
+from lysep_cli.numerics import network  # noqa: E402
+from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
+from lysep_cli.numerics.sincos import sincos  # noqa: E402
+from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
+from lysep_cli.solvers import pinn  # noqa: E402
+from lysep_cli.solvers.lysep import algorithm  # noqa: E402
+from lysep_cli.specs import ExperimentSpec, load_specs  # noqa: E402
+from lysep_cli.store import records  # noqa: E402
+
+#: the subprocesses (lysep run, lysep verify) import this checkout's lysep_cli
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+PAPER = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
+SMOKE_YAML = """experiments:
+  elliptic-2d:
+    table: 1
+    pde: elliptic
+    d: 2
+    solution: exp-sin
+    sizes: [[3, 6], [3, 8]]
+    n_train: 60
+    n_test: 40
+    iterations: 6
+    seeds: [0, 1, 2]
+    solvers:
+      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}
+      lysep: {tau: 1.0e-8}
+"""
+
+
+class Report:
+    """Markdown lines to OUT.md (rewritten after each section) and figures to OUT.json."""
+
+    def __init__(self, out: Path):
+        self.out, self.lines, self.figures = out, [], {}
+        out.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, line: str = "") -> None:
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def flush(self) -> None:
+        self.out.with_suffix(".md").write_text("\n".join(self.lines) + "\n")
+        self.out.with_suffix(".json").write_text(json.dumps(self.figures, indent=1, default=str) + "\n")
+
+
+def section(out: Report, run: Callable[..., Any], *args: Any) -> bool:
+    """Run one section; an error is written into the report (its traceback's end) and the next section
+    still runs, so one failure does not cost the GPU session the rest.  Returns whether it succeeded."""
+    try:
+        run(*args)
+        return True
+    except Exception:
+        out("**section failed:**\n```\n" + traceback.format_exc()[-3000:] + "```\n")
+        return False
+    finally:
+        out.flush()
+
+
+def synced(be: backends.Backend) -> Callable[[], None]:
+    """A function that waits for the device's queued work (nothing to wait for on NumPy)."""
+    return (lambda: be.xp.cuda.Device().synchronize()) if be.xp is not np else (lambda: None)
+
+
+def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0: list, iterations: int) -> list:
+    """One stack of ``params0`` trained by the stacked ``solver`` (pinn or lysep) with the spec's settings."""
+    problem, _, _, train, _ = experiment_data(spec)
+    if solver == "lysep":
+        return stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], iterations,
+                                           sync_every=iterations)
+    return solve_stacked(be, train, params0, spec.solvers["pinn"], iterations, sync_every=iterations)
+
+
+def solve_cpu(spec: ExperimentSpec, solver: str, params0: list, iterations: int):
+    problem, _, _, train, _ = experiment_data(spec)
+    module = algorithm if solver == "lysep" else pinn
+    return module.solve(problem, train, params0, spec.solvers[solver], iterations)
+
+
+def stack_rate(be: backends.Backend, spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int],
+               iterations: int) -> float:
+    """Seconds per iteration of one stack of ``seeds`` (after one warm-up run of 2 iterations)."""
+    params0 = [network.init_params(experiment_data(spec).problem.n_in, L, M, s) for s in seeds]
+    wait = synced(be)
+    solve_stack(be, spec, solver, params0, 2)
+    wait()
+    t = time.perf_counter()
+    solve_stack(be, spec, solver, params0, iterations)
+    wait()
+    return (time.perf_counter() - t) / iterations
+
+
+def cpu_rate(spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int], iterations: int) -> float:
+    """Seconds per iteration of the CPU engine, the seeds one after the other (summed), one BLAS thread."""
+    total = 0.0
+    for s in seeds:
+        params0 = network.init_params(experiment_data(spec).problem.n_in, L, M, s)
+        t = time.perf_counter()
+        solve_cpu(spec, solver, params0, iterations)
+        total += time.perf_counter() - t
+    return total / iterations
+
+
+#: the archive's digest for a machine that gets the repository without results/paper (a lent GPU machine
+#: takes a working tree of at most 64 MiB; the archive alone is 68 MB): its finals, as `lysep verify
+#: --save-finals` writes them (for `--against`), and its CPU seconds per iteration per (cell, solver)
+DIGEST_FINALS = ROOT / "benchmarks/results/gpu_check_paper_finals.csv"
+DIGEST_RATES = ROOT / "benchmarks/results/gpu_check_paper_rates.json"
+
+
+def write_digest(results: Path) -> None:
+    """``--digest``: the two digest files from the archive ``results`` (run where the archive is)."""
+    subprocess.run([sys.executable, "-m", "lysep_cli.cli", "verify", *PAPER, "--results", str(results),
+                    "--save-finals", str(DIGEST_FINALS)], check=True, cwd=ROOT, env=ENV)
+    rates = archive_rates(results, list(PAPER))
+    DIGEST_RATES.write_text(json.dumps({"|".join(map(str, k)): v for k, v in sorted(rates.items())}, indent=1) + "\n")
+    print(f"wrote {DIGEST_FINALS} and {DIGEST_RATES} ({len(rates)} (cell, solver) pairs)")
+
+
+def archive_rates(results: Path, names: list[str]) -> dict[tuple[str, str, int, int], float]:
+    """(experiment, solver, L, M) -> the archive's mean seconds per iteration of one run (its machine's CPU);
+    from the digest when ``results`` is not here."""
+    if not results.is_dir():
+        if results == ROOT / "results/paper" and DIGEST_RATES.is_file():
+            return {(e, so, int(L), int(M)): v for key, v in json.loads(DIGEST_RATES.read_text()).items()
+                    for e, so, L, M in [key.split("|")]}
+        return {}
+    out: dict[tuple[str, str, int, int], list[float]] = {}
+    for r in records.load_records(results, names).records:
+        if r.status == "ok" and r.iterations:
+            out.setdefault((r.experiment, r.solver, r.L, r.M), []).append(r.seconds / r.iterations)
+    return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def same(a, b) -> bool:
+    return (all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in a.history)
+            and all(np.array_equal(x, y) for (Wa, ba), (Wb, bb) in zip(a.params, b.params) for x, y in ((Wa, Wb), (ba, bb))))
+
+
+def check_exactness(be: backends.Backend, spec: ExperimentSpec, M: int, out: Report, smoke: bool) -> None:
+    out("## 2. Exactness on the device\n")
+    rng = np.random.default_rng(0)
+    n = 10_000 if smoke else 2_000_000
+    x = np.concatenate([rng.uniform(-1e5, 1e5, n // 2), rng.normal(0.0, 3.0, n // 2)])
+    s, c = sigma.sincos(be.xp, be.asarray(x))
+    ref_s, ref_c = sincos(x)
+    bad = int(np.count_nonzero(be.host(s) != ref_s) + np.count_nonzero(be.host(c) != ref_c))
+    out(f"- sigma: {x.size} arguments, sin and cos values differing from the CPU's bits: **{bad}**")
+    out.figures["exact"] = {"sigma_differing": bad}
+    params0 = [network.init_params(experiment_data(spec).problem.n_in, 3, M, s) for s in range(10)]
+    for solver, it in (("pinn", 5 if smoke else 50), ("lysep", 3 if smoke else 10)):
+        ten = solve_stack(be, spec, solver, params0, it)
+        alone = solve_stack(be, spec, solver, [params0[3]], it)[0]
+        rev = solve_stack(be, spec, solver, params0[::-1], it)
+        order = same(alone, ten[3]) and same(alone, rev[6])
+        with threadpool_limits(limits=1):
+            cpu = [solve_cpu(spec, solver, params0[s], it) for s in (0, 3)]
+        rel = max(float(np.max(np.abs(np.subtract(ten[s].history["J"], c.history["J"])) / np.abs(c.history["J"])))
+                  for s, c in zip((0, 3), cpu))
+        identical = all(same(ten[s], c) for s, c in zip((0, 3), cpu))
+        out(f"- {spec.name} (3,{M}) {solver}, {it} iterations: seed 3 alone == in a stack of 10 == in the "
+            f"reversed stack, bit for bit: **{order}**; seeds 0 and 3 against the CPU engine: largest relative "
+            f"difference of J over the history **{rel:.2e}**, bit-identical: **{identical}**")
+        out.figures["exact"][solver] = {"seed_order_independent": order, "max_rel_J_vs_cpu": rel,
+                                        "bit_identical_to_cpu": identical}
+    out("")
+
+
+def per_cell(be: backends.Backend, specs: dict[str, ExperimentSpec], out: Report, its: dict[str, int],
+             cpu_its: dict[str, int], archive: dict) -> dict[tuple[str, str, int, int], float]:
+    out("## 3. s/iteration per (cell, solver), 10 seeds stacked\n")
+    out("| cell | solver | device, stack of 10 (s/it) | per seed | CPU here, 1 seed, 1 thread | CPU / device per seed "
+        "| archive CPU, 1 seed |")
+    out("|---|---|---:|---:|---:|---:|---:|")
+    rates = {}
+    seeds = list(range(10))
+    for spec in specs.values():
+        for L, M in spec.sizes:
+            for solver in ("pinn", "lysep"):
+                t = stack_rate(be, spec, solver, L, M, seeds, its[solver])
+                with threadpool_limits(limits=1):
+                    c = cpu_rate(spec, solver, L, M, [0], cpu_its[solver])
+                rates[(spec.name, solver, L, M)] = t
+                a = archive.get((spec.name, solver, L, M))
+                out(f"| {spec.name} ({L},{M}) | {solver} | {t:.3e} | {t / 10:.3e} | {c:.3e} | {c / (t / 10):.1f}x | "
+                    + (f"{a:.3e} |" if a else "- |"))
+                out.flush()
+    out("\nrfls and rfm run on the host's CPU engine under any --device (one least-squares solve per run).\n")
+    out.figures["stack_s_per_it"] = {f"{k[0]} ({k[2]},{k[3]}) {k[1]}": v for k, v in rates.items()}
+    return rates
+
+
+def lysep_split(be: backends.Backend, spec: ExperimentSpec, L: int, M: int, sweeps: int, out: Report) -> None:
+    """Where a stacked LySep sweep's time goes: the W_L least squares on the host (B's copy back included)
+    against the whole sweep, and what the same systems cost solved on the device instead (CuPy's SVD-based
+    lstsq, one seed after the other; timed only, its bits are not the CPU's)."""
+    out(f"## 3b. Where a LySep sweep's time goes: {spec.name} ({L},{M}), 10 seeds stacked, {sweeps} sweeps\n")
+    spent = [0.0, 0]
+    original = stacked_lysep.StackedIteration._solve_W3
+
+    def timed(self, active, with_cond):
+        synced(be)()
+        t = time.perf_counter()
+        try:
+            return original(self, active, with_cond)
+        finally:
+            spent[0] += time.perf_counter() - t
+            spent[1] += 1
+
+    stacked_lysep.StackedIteration._solve_W3 = timed
+    try:
+        total = stack_rate(be, spec, "lysep", L, M, list(range(10)), sweeps) * sweeps
+    finally:
+        stacked_lysep.StackedIteration._solve_W3 = original
+    host = spent[0] * sweeps / max(spent[1], 1)  # the timed run's share (the warm-up's calls averaged in)
+    out(f"- whole sweeps: {total / sweeps:.3e} s/sweep; W_L least squares on the host: {host / sweeps:.3e} "
+        f"s/sweep ({100 * host / total:.0f} %)")
+    out.figures["lysep_split"] = {"s_per_sweep": total / sweeps, "host_lstsq_s_per_sweep": host / sweeps}
+    if be.xp is np:
+        out("- (the device alternative is timed on a GPU only)\n")
+        return
+    xp = be.xp
+    N = experiment_data(spec).training.Z.shape[1]
+    A = xp.asarray(np.random.default_rng(0).normal(size=(10, N + M, M)))
+    rhs = xp.asarray(np.random.default_rng(1).normal(size=(10, N + M)))
+    xp.linalg.lstsq(A[0], rhs[0], rcond=None)
+    synced(be)()
+    t = time.perf_counter()
+    for i in range(10):  # loop over the seeds: CuPy's lstsq takes one system
+        xp.linalg.lstsq(A[i], rhs[i], rcond=None)
+    synced(be)()
+    device = time.perf_counter() - t
+    out(f"- the same 10 systems ({N + M} x {M}) by cupy.linalg.lstsq on the device: {device:.3e} s per sweep\n")
+    out.figures["lysep_split"]["device_lstsq_s_per_sweep"] = device
+
+
+#: seconds the script plans to end within (gpu_check.sh kills it at 480): the whole cell shrinks to fit
+BUDGET_S = 420.0
+
+
+def affordable(iterations: int, rate: float | None, left: float, out: Report) -> int:
+    """The whole cell's iterations: all of them unless the measured stack rate says they would not fit in
+    what is left of the budget (keeping 90 s for the process's start, verify and the PyTorch peer); then
+    as many as fit, rounded down to a hundred (said in the report: not the whole cell then)."""
+    if rate is None or rate * iterations * 1.2 <= left - 90.0:
+        return iterations
+    fit = max(100, int((left - 90.0) / (rate * 1.2)) // 100 * 100)
+    out(f"**The whole cell does not fit in the budget** ({rate:.3e} s/it x {iterations}): {fit} iterations "
+        "instead, so section 4 is not the whole cell.\n")
+    return min(fit, iterations)
+
+
+def whole_cell(device: str, config: Path, experiment: str, solver: str, size: str, iterations: int, scratch: Path,
+               archive: Path, out: Report) -> None:
+    out(f"## 4. One whole cell: {experiment} ({size.replace('x', ',')}) {solver}, the cell's seeds x {iterations} "
+        "iterations\n")
+    lysep = [sys.executable, "-m", "lysep_cli.cli"]
+    run = lysep + ["run", experiment, "--solver", solver, "--sizes", size, "--iterations", str(iterations),
+                   "--device", device, "--config", str(config), "--results", str(scratch)]
+    t = time.perf_counter()
+    p = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=ENV)
+    wall = time.perf_counter() - t
+    out(f"- `lysep run ... --device {device}`: exit {p.returncode}, {wall:.1f} s wall (the process, data set "
+        "and final evaluations included)")
+    if p.returncode:
+        out("```\n" + p.stderr[-2000:] + "\n```")
+        raise RuntimeError(f"lysep run --device {device} failed (exit {p.returncode})")
+    recs = [r for r in records.load_records(scratch, [experiment]).records if r.solver == solver]
+    if recs:
+        out(f"- {len(recs)} records; versions: {json.dumps({k: recs[0].versions.get(k) for k in ('device', 'gpu', 'cuda', 'array_library', 'numerics')})}")
+        out(f"- stack seconds: {recs[0].diagnostics.get('stack_seconds'):.1f}; final J per seed: "
+            + ", ".join(f"{r.final.J:.3e}" for r in sorted(recs, key=lambda r: r.seed)))
+    v = subprocess.run(lysep + ["verify", experiment, "--solver", solver, "--iterations", str(iterations), "--config",
+                                str(config), "--results", str(scratch), "--against", str(archive)],
+                       capture_output=True, text=True, cwd=ROOT, env=ENV)
+    out(f"- `lysep verify {experiment} --solver {solver} --results SCRATCH --against {archive.name}`: exit "
+        f"{v.returncode}\n```\n{(v.stdout + v.stderr)[-3000:]}\n```\n")
+    out.figures["whole_cell"] = {"wall_s": wall, "run_exit": p.returncode, "verify_exit": v.returncode}
+
+
+def torch_peer(specs: dict[str, ExperimentSpec], out: Report, its: int, device: str) -> None:
+    """Autograd PINN-GD in PyTorch, float64, 10 seeds on a leading axis, s/iteration per cell."""
+    out(f"## 5. The PyTorch peer: autograd PINN-GD, float64, 10 seeds stacked, on {device}\n")
+    try:
+        import torch
+    except ImportError:
+        out("PyTorch is not installed here: skipped.\n")
+        return
+    torch.set_default_dtype(torch.float64)
+    dev = torch.device("cuda" if device == "cuda" else "cpu")
+    wait = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    out("| cell | torch s/it (stack of 10) |")
+    out("|---|---:|")
+    peer = {}
+    for spec in specs.values():
+        problem, _, _, data, _ = experiment_data(spec)
+        lr = float(spec.solvers["pinn"].lr)
+        T = lambda a: torch.tensor(np.ascontiguousarray(a), device=dev)  # noqa: E731
+        K, K1, K2, Y = T(data.coef.K), T(data.coef.K1.T), T(data.coef.K2.T), T(data.Y)
+        second = [j for j in range(K2.shape[1]) if bool(torch.any(K2[:, j] != 0))]
+        for L, M in spec.sizes:
+            ps = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
+            params = [(T(np.stack([p[l][0] for p in ps])).requires_grad_(True),
+                       T(np.stack([p[l][1] for p in ps])).requires_grad_(True)) for l in range(L)]
+            z0 = T(data.Z.T).expand(10, -1, -1).contiguous()
+
+            def step() -> None:
+                z = z0.clone().requires_grad_(True)  # (S, N, n_in)
+                h = z
+                for W, b in params[:-1]:
+                    h = torch.sin(h @ W.transpose(1, 2) + b[:, None, :])
+                WL, bL = params[-1]
+                phi = (h @ WL.transpose(1, 2) + bL[:, None, :])[..., 0]
+                (g,) = torch.autograd.grad(phi.sum(), z, create_graph=True)
+                R = K * phi + (K1 * g).sum(2)
+                for j in second:
+                    (gj,) = torch.autograd.grad(g[..., j].sum(), z, create_graph=True)
+                    R = R + K2[:, j] * gj[..., j]
+                J = ((R - Y) ** 2).mean(1)
+                flat = [p for pair in params for p in pair]
+                grads = torch.autograd.grad(J.sum(), flat)
+                with torch.no_grad():
+                    for p, gp in zip(flat, grads):
+                        p -= lr * gp
+
+            step()
+            wait()
+            t = time.perf_counter()
+            for _ in range(its):
+                step()
+            wait()
+            peer[f"{spec.name} ({L},{M})"] = (time.perf_counter() - t) / its
+            out(f"| {spec.name} ({L},{M}) | {peer[f'{spec.name} ({L},{M})']:.3e} |")
+            out.flush()
+    out.figures["torch_stack_s_per_it"] = peer
+    out("")
+
+
+def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], archive: dict, out: Report) -> None:
+    out("## 6. The full sweep from the measured rates\n")
+    minutes = {solver: sum(rates[(s.name, solver, L, M)] * s.iterations for s in specs.values() for L, M in s.sizes)
+               / 60 for solver in ("pinn", "lysep")}
+    out(f"- every paper cell, 10 seeds stacked, {next(iter(specs.values())).iterations} iterations, on the device "
+        f"(the measured rates of section 3 times the iterations; LySep's rates are of its early sweeps): PINN "
+        f"**{minutes['pinn']:.2f}** + LySep **{minutes['lysep']:.2f}** = **{sum(minutes.values()):.2f} minutes**")
+    out.figures["sweep_minutes"] = minutes
+
+
+def cpu_ratio(cells: str, seeds: int, iterations: int, config: Path) -> None:
+    """The stacked engine on NumPy against the CPU engine's loop over seeds, side by side, one BLAS thread,
+    alternating, the best of 3 rounds each; checks that every seed is the same bits.  ``cells``:
+    EXPERIMENT:LxM[:SOLVER],... (SOLVER pinn, the default, or lysep)."""
+    specs = load_specs(config)
+    be = backends.resolve("cpu-stacked")
+    for cell in cells.split(","):
+        name, size, *rest = cell.split(":")
+        solver = rest[0] if rest else "pinn"
+        L, M = (int(v) for v in size.split("x"))
+        spec = specs[name]
+        loop, stack = [], []
+        with threadpool_limits(limits=1), np.errstate(all="ignore"):
+            for _ in range(3):
+                loop.append(cpu_rate(spec, solver, L, M, list(range(seeds)), iterations))
+                stack.append(stack_rate(be, spec, solver, L, M, list(range(seeds)), iterations))
+            p0 = [network.init_params(experiment_data(spec).problem.n_in, L, M, s) for s in range(seeds)]
+            st = solve_stack(be, spec, solver, p0, iterations)
+            ident = all(same(st[s], solve_cpu(spec, solver, p0[s], iterations)) for s in range(seeds))
+        print(f"{name} ({L},{M}) {solver}, {seeds} seeds x {iterations} iterations, one BLAS thread: loop "
+              f"{min(loop):.4f} s/it, stack {min(stack):.4f} s/it, stack/loop {min(stack) / min(loop):.2f}; "
+              f"every seed bit-identical to the CPU engine: {ident}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes on NumPy (cpu-stacked): the script's own test")
+    ap.add_argument("--device", default="cuda", choices=backends.STACKED_DEVICES)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu_check")
+    ap.add_argument("--cpu-ratio", help="only the CPU side by side, e.g. elliptic-2d:3x30")
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--digest", action="store_true", help="write the archive's digest (finals, rates) and stop")
+    args = ap.parse_args()
+    if args.digest:
+        return write_digest(ROOT / "results/paper")
+    if args.cpu_ratio:
+        return cpu_ratio(args.cpu_ratio, args.seeds, args.iterations, ROOT / "experiments.yaml")
+    started = time.perf_counter()
+    device = "cpu-stacked" if args.smoke else args.device
+    be = backends.resolve(device)
+    out = Report(args.out)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.smoke:
+            config = Path(tmp) / "smoke.yaml"
+            config.write_text(SMOKE_YAML)
+            archive = Path(tmp) / "archive"  # a CPU run of the same cell stands in for the archive
+            subprocess.run([sys.executable, "-m", "lysep_cli.cli", "run", "elliptic-2d", "--solver", "lysep",
+                            "--sizes", "3x6", "--iterations", "20", "--config", str(config),
+                            "--results", str(archive)], check=True, capture_output=True, cwd=ROOT, env=ENV)
+        else:
+            config, archive = ROOT / "experiments.yaml", ROOT / "results/paper"
+            if not archive.is_dir():  # a working tree without the archive: its digest (finals and rates)
+                archive = DIGEST_FINALS
+        all_specs = load_specs(config)
+        specs = {n: all_specs[n] for n in PAPER if n in all_specs}
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        out(f"# GPU check (issue 40), {stamp}{' — SMOKE RUN: tiny sizes on NumPy, not a measurement' if args.smoke else ''}\n")
+        if archive == DIGEST_FINALS:
+            out(f"(results/paper is not here: the archive's digest, {DIGEST_FINALS.name} and {DIGEST_RATES.name}, "
+                "stands in for it)\n")
+        out("## 1. The device\n")
+        out("```\n" + json.dumps(be.fingerprint(), indent=1) + "\n```\n")
+        out.figures["device"] = be.fingerprint()
+        out.flush()
+        with np.errstate(all="ignore"):
+            first = next(iter(specs.values()))
+            archive_r = archive_rates(ROOT / "results/paper" if archive == DIGEST_FINALS else archive, list(specs))
+            failed = [not section(out, check_exactness, be, first, first.sizes[0][1], out, args.smoke)]
+            rates: dict = {}
+            its, cpu_its = ({"pinn": 3, "lysep": 2}, {"pinn": 1, "lysep": 1}) if args.smoke else \
+                ({"pinn": 20, "lysep": 5}, {"pinn": 3, "lysep": 2})
+            failed.append(not section(out, lambda: rates.update(per_cell(be, specs, out, its, cpu_its, archive_r))))
+            big = ("elliptic-2d", 3, 6) if args.smoke else ("elliptic-10d", 3, 150)
+            failed.append(not section(out, lysep_split, be, specs[big[0]], big[1], big[2], 2 if args.smoke else 5, out))
+            cell = ("elliptic-2d", "lysep", 3, 6, 20) if args.smoke else ("elliptic-10d", "lysep", 3, 150, 2000)
+            n = affordable(cell[4], rates.get(cell[:4]), BUDGET_S - (time.perf_counter() - started), out)
+            failed.append(not section(out, whole_cell, device, config, cell[0], cell[1], f"{cell[2]}x{cell[3]}", n,
+                                      Path(tmp) / "scratch", archive, out))
+            failed.append(not section(out, torch_peer, specs, out, 2 if args.smoke else 10,
+                                      "cpu" if args.smoke else "cuda"))
+            if rates:
+                failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
+    out.flush()
+    if any(failed):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

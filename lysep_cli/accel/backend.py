@@ -1,0 +1,99 @@
+"""Which array library a stacked run computes with (``lysep run --device``), and what its records say.
+
+Devices:
+
+- ``cpu``: the per-run CPU engine of lysep_cli/numerics (the archive's path; not this package).
+- ``cpu-stacked``: the stacked engine on NumPy, on the CPU: the same code as ``cuda`` with ``xp = numpy``, so
+  the stacking, the per-seed masks and the records' plumbing run (and are tested) on any machine.
+- ``cuda``: the stacked engine on CuPy, on one NVIDIA GPU (``pip install lysep[gpu]``).
+
+A backend's :meth:`Backend.fingerprint` is what the records made with it add to the platform fingerprint
+(lysep_cli/store/fingerprint.py): the device, the array library and its version, the GPU model and CUDA
+version, and a numerics id of its own (the stacked engine's sources with the CPU engine's).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from lysep_cli.store.fingerprint import numerics_id
+
+DEVICES = ("cpu", "cpu-stacked", "cuda")
+STACKED_DEVICES = ("cpu-stacked", "cuda")
+#: the solvers the stacked engine trains (a cell's seeds in one stack): lysep_cli/accel/pinn.py, lysep.py
+STACKED_SOLVERS = ("pinn", "lysep")
+#: the solvers a stacked device leaves to the host's CPU engine: one least-squares solve each (rfls, rfm:
+#: 0.02 of the archive's 16.6 CPU-hours), whose pivoted-QR / gelsd solve has no exact CuPy counterpart, so
+#: their records are the CPU engine's, bit for bit
+HOST_SOLVERS = ("rfls", "rfm")
+
+
+class DeviceUnavailable(Exception):
+    """The device asked for cannot be used here (no CuPy, no GPU): one line saying why."""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """An array namespace ``xp`` (numpy or cupy) and the device it runs on."""
+
+    device: str
+    xp: ModuleType
+
+    def asarray(self, a: Any) -> Any:
+        """A host (NumPy) array on the device (float64 arrays keep their bits)."""
+        return self.xp.asarray(a)
+
+    def host(self, a: Any) -> np.ndarray:
+        """A device array back on the host as NumPy."""
+        return a.get() if hasattr(a, "get") and self.xp is not np else np.asarray(a)
+
+    def fingerprint(self) -> dict[str, str]:
+        """The entries a record made on this backend adds to (or replaces in) the platform fingerprint."""
+        out = {"device": self.device, "numerics": stacked_numerics_id(),
+               "array_library": f"{self.xp.__name__} {self.xp.__version__}"}
+        if self.xp is not np:
+            rt = self.xp.cuda.runtime
+            props = rt.getDeviceProperties(self.xp.cuda.Device().id)
+            name = props["name"]
+            out["gpu"] = name.decode() if isinstance(name, bytes) else str(name)
+            v = rt.runtimeGetVersion()
+            out["cuda"] = f"{v // 1000}.{v % 1000 // 10}"
+        return out
+
+
+@lru_cache(maxsize=1)
+def stacked_numerics_id() -> str:
+    """sha256 (16 hex digits) of the CPU engine's numerics id and this package's sources: records of the stacked
+    engine never share a numerics id with the CPU engine's (their bits differ in the last places)."""
+    h = hashlib.sha256(numerics_id().encode())
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return "stacked-" + h.hexdigest()[:16]
+
+
+def resolve(device: str) -> Backend:
+    """The backend of a stacked ``device``; :class:`DeviceUnavailable` (one line) when it cannot run here."""
+    if device == "cpu-stacked":
+        return Backend(device, np)
+    if device != "cuda":
+        raise DeviceUnavailable(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except ImportError:
+        raise DeviceUnavailable("--device cuda needs CuPy: pip install 'lysep[gpu]' (CuPy for CUDA 12), "
+                                "or use --device cpu") from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver, no device
+        raise DeviceUnavailable(f"--device cuda: no usable NVIDIA GPU ({' '.join(str(exc).split())})") from None
+    if count < 1:
+        raise DeviceUnavailable("--device cuda: no NVIDIA GPU found")
+    return Backend(device, cupy)

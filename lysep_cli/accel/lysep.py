@@ -1,0 +1,638 @@
+"""LySep (Algorithms 1-3, any depth L) with a cell's seeds stacked: lysep_cli/solvers/lysep/ for S seeds at once.
+
+The formulas and their order of operations are those of solvers/lysep/loss.py, weights.py, updates.py and
+algorithm.py, with a leading seed axis on every variable (W_l (S, out, in), b_l (S, out), b_L (S,),
+a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N)) and on every per-seed scalar (J_S, ||W_L||^2, the
+step sizes).  Per seed, the decisions are the CPU solver's:
+
+- each gradient block's backtracking (or fixed) step by lysep_cli/accel/steps.py, every seed accepting or
+  rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
+  seed J0 (algorithm.same_bits);
+- the closed-form updates b_l, W_L (the least squares per seed on the host, scipy as on the CPU) and b_L;
+- a seed whose J_S stops being finite leaves the sweep there (its later blocks are not applied), and a seed
+  whose J_S or PINN J is not finite after a sweep is diverged and frozen;
+- the consistency bound J <= factor C_L J_S checked per seed.
+
+Supported settings: weights "frozen", w3_b3 "separate", lstsq "min-norm" or "basic", step_rule
+"backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
+which a stopped stack resumes bit for bit (docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import scipy.linalg
+
+from lysep_cli.accel import engine
+from lysep_cli.accel.backend import Backend
+from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
+from lysep_cli.accel.steps import StackedBacktracking
+from lysep_cli.numerics.activation import SIGMA
+from lysep_cli.numerics.channels import ChannelPlan
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.lstsq import basic_lstsq
+from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.problems import Problem
+from lysep_cli.solvers.base import Checkpoint, SolveResult
+from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
+from lysep_cli.solvers.lysep.weights import theorem_constant
+
+
+def unsupported(settings: Settings | dict[str, Any]) -> str | None:
+    """Why the stacked LySep cannot run these settings, or None."""
+    s = Settings.coerce(settings)
+    if s.weights != "frozen":
+        return "the stacked LySep supports weights: frozen only"
+    if s.w3_b3 != "separate":
+        return "the stacked LySep supports w3_b3: separate only"
+    return None
+
+
+@dataclass(frozen=True)
+class Data:
+    """LySepData on the device: Z (n_in, N), K (N,), Y (N,), the plan (one group per q_j), the host's
+    LySepData (k, kj, hj, S) and the host copies the least squares use."""
+
+    xp: Any
+    Z: Array
+    K: Array
+    Y: Array
+    plan: StackedPlan
+    host: LySepData
+
+    @property
+    def N(self) -> int:
+        return int(self.host.Z.shape[1])
+
+
+def _sumall(xp: Any, x: Array) -> Array:
+    """np.sum(x[s]) per seed, (S,): the pairwise sum of each seed's entries in memory order."""
+    return xp.ascontiguousarray(x).reshape(x.shape[0], -1).sum(axis=1)
+
+
+def _per_seed(x: Array, ndim: int) -> Array:
+    """An (S,) array shaped to multiply an array of ``ndim`` dimensions seed by seed."""
+    return x.reshape((x.shape[0],) + (1,) * (ndim - 1))
+
+
+class State:
+    """The variables of the depth-L model for S seeds, by name, with the caches of loss.LySepState
+    (sigma^(k)(a_l), the per-sample norms, B, the weights), dropped when a variable they depend on changes."""
+
+    def __init__(self, xp: Any, L: int, v: dict[str, Array], plan: StackedPlan, cache: dict | None = None):
+        self.xp, self.L, self.v, self.plan = xp, L, v, plan
+        self.cache: dict = {} if cache is None else cache
+
+    def with_(self, **changes: Array) -> "State":
+        cache = {k: c for k, c in self.cache.items() if not any(s in changes for s in _sources(k, self.L))}
+        return State(self.xp, self.L, {**self.v, **changes}, self.plan, cache)
+
+    def _cached(self, key: tuple, make: Callable[[], Any]) -> Any:
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
+
+    def sig(self, l: int):
+        return self._cached(("sig", l), lambda: engine.sigma.values(self.xp, self.v[f"a{l}"]))
+
+    def nd(self, l: int) -> Array:
+        return self._cached(("nd", l), lambda: self.xp.einsum("sjmn,sjmn->sjn", self.v[f"d{l}"], self.v[f"d{l}"]))
+
+    def nq(self, l: int) -> Array:
+        return self._cached(("nq", l), lambda: self.xp.einsum("sjmn,sjmn->sjn", self.v[f"q{l}"], self.v[f"q{l}"]))
+
+    def layer(self, l: int) -> Layer:
+        return Layer(self.v[f"a{l}"], self.sig(l), self.v[f"d{l}"], self.v[f"q{l}"] if l >= 2 else None)
+
+    @property
+    def fit(self) -> engine.Fit:
+        return self._cached(("fit", 0), lambda: engine.fit_matrix(self.xp, self.layer(self.L - 1), self.plan))
+
+    @property
+    def w_out(self) -> Array:
+        """||W_L||_F^2 per seed, (S,)."""
+        W = self.v[f"W{self.L}"]
+        return _sumall(self.xp, W * W)
+
+
+def _sources(key: tuple, L: int) -> tuple[str, ...]:
+    kind, l = key
+    if kind == "fit":
+        return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
+    if kind == "wt":
+        return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
+    return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
+
+
+@dataclass
+class Weights:
+    """rho per constraint and layer, stacked: rho_a (S, N), rho_d (S, n_in, N), rho_q (|S|, 1) at l = L-1
+    (shared by the seeds, as on the CPU) or (S, |S|, 1) below."""
+
+    rho_a: dict[int, Array]
+    rho_d: dict[int, Array]
+    rho_q: dict[int, Array]
+
+
+def weights(st: State, data: Data) -> Weights:
+    """weights.weights_from for every seed (the backward pass; at L = 3 rho_a, rho_d in the paper's grouping)."""
+    return st._cached(("wt", 0), lambda: _weights(st, data))
+
+
+def _weights(st: State, data: Data) -> Weights:
+    xp, L, h = st.xp, st.L, data.host
+    S = h.S
+    w = {l: _sumall(xp, st.v[f"W{l}"] * st.v[f"W{l}"]) for l in range(2, L)}
+    w1 = xp.sum(st.v["W1"] * st.v["W1"], axis=1)  # (S, n_in)
+    nd = {l: st.nd(l) for l in range(1, L)}
+    nq = {l: st.nq(l) for l in range(2, L)}
+    dh = {1: w1}
+    for l in range(2, L):
+        dh[l] = w[l][:, None] * dh[l - 1]
+    gT: Array = xp.asarray(h.kj[:, None])
+    gP: Array = xp.asarray(h.hj[S][:, None])
+    gR: Any = h.k
+    rho_a, rho_d, rho_q = {}, {}, {}
+    for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
+        n = nd[l]
+        dhS = dh[l][:, S][:, :, None]
+        gS = gT + xp.zeros_like(n)
+        gS[:, S] += gP * (dhS + n[:, S])
+        second = dhS * n[:, S]
+        if l >= 2:
+            second = second + nq[l]
+        gRl = gR + xp.sum(gT * n, axis=1) + xp.sum(gP * second, axis=1)
+        rho_a[l], rho_d[l] = gRl, gS
+        if l >= 2:
+            rho_q[l] = gP
+            wl = w[l]
+            gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
+    if L == 3:  # weights._paper_grouping
+        k, kj, hj = h.k, xp.asarray(h.kj[:, None]), xp.asarray(h.hj[:, None])
+        w2, w1c, n1, n2, q2 = w[2][:, None], w1[:, :, None], nd[1], nd[2], nq[2]
+        w2d = w[2][:, None, None]
+        hS = xp.asarray(h.hj[S])
+        A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], q2)[:, 0, :]  # hS @ nq per seed
+        A1 = A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1)
+        rho_a[1] = w2 * A1 + xp.sum(w1c * hj * (w2d * n1 + w2d * w2d * (n1 + n2)), axis=1)
+        rho_a[2] = A2 + w2 * xp.sum(w1c * hj * n2, axis=1)
+        rho_d[1] = hj * w1c * (w2d + w2d * w2d) + w2d * (kj + hj * (n1 + n2))
+        rho_d[2] = kj + hj * n2 + hj * w2d * w1c
+    return Weights(rho_a, rho_d, rho_q)
+
+
+def _rho(wt: Weights, x: str, l: int) -> Array:
+    """rho of constraint x_l shaped to multiply its residual (S, M, N) or (S, n, M, N)."""
+    if x == "a":
+        return wt.rho_a[l][:, None, :]
+    rho = (wt.rho_d if x == "d" else wt.rho_q)[l]
+    return rho[None, :, None, :] if rho.ndim == 2 else rho[:, :, None, :]
+
+
+class Terms:
+    """Constraint residuals e[name], their per-sample squares E (cached), and r (S, N)."""
+
+    def __init__(self, xp: Any, e: dict[str, Array], r: Array, E: dict[str, Array] | None = None):
+        self.xp, self.e, self.r, self._E = xp, e, r, {} if E is None else E
+
+    def E(self, name: str) -> Array:
+        if name not in self._E:
+            e = self.e[name]
+            self._E[name] = self.xp.einsum("...mn,...mn->...n", e, e)
+        return self._E[name]
+
+
+def layer_map(name: str, st: State, data: Data) -> Array:
+    """loss.layer_map: what (a, d, q)_l should be given layer l-1 and W_l, b_l (l >= 2), a new array."""
+    xp, x, l = st.xp, name[0], int(name[1:])
+    W, prev = st.v[f"W{l}"], st.layer(l - 1)
+    if x == "a":
+        return engine.propagate_a(xp, W, st.v[f"b{l}"], prev)
+    if x == "d":
+        return engine.propagate_d(xp, W, prev)
+    return engine.propagate_Q(xp, W, prev, data.plan)
+
+
+def compute_group(name: str, st: State, data: Data) -> Array:
+    """loss.compute_group: e_name, or r for "fit"."""
+    xp, v = st.xp, st.v
+    if name == "fit":
+        L = st.L
+        r = xp.matmul(v[f"W{L}"], st.fit.B)[:, 0, :]
+        r += v[f"b{L}"][:, None] * data.K
+        r -= data.Y
+        return r
+    if name == "a1":
+        return xp.matmul(v["W1"], data.Z) + v["b1"][:, :, None] - v["a1"]
+    if name == "d1":
+        return _T(xp, v["W1"])[:, :, :, None] - v["d1"]
+    e = layer_map(name, st, data)
+    e -= v[name]
+    return e
+
+
+def compute_terms(st: State, data: Data) -> Terms:
+    return Terms(st.xp, {n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data))
+
+
+def update_terms(terms: Terms, block: str, st: State, data: Data, own_map: Array | None = None) -> Terms:
+    """loss.update_terms: only the groups ``block`` touches are recomputed."""
+    groups = affects(block, st.L)
+    e, r = dict(terms.e), terms.r
+    for name in groups:
+        if name == "fit":
+            r = compute_group("fit", st, data)
+        elif name == block and own_map is not None:
+            e[name] = st.xp.subtract(own_map, st.v[name])
+        else:
+            e[name] = compute_group(name, st, data)
+    return Terms(st.xp, e, r, {k: x for k, x in terms._E.items() if k not in groups})
+
+
+def penalty(terms: Terms, wt: Weights, L: int) -> Array:
+    """weights.penalty_from per seed, (S,)."""
+    xp = terms.xp
+    Pa = _dot(xp, wt.rho_a[1], terms.E("a1"))
+    for l in range(2, L):
+        Pa = Pa + _dot(xp, wt.rho_a[l], terms.E(f"a{l}"))
+    Pd = _sumall(xp, wt.rho_d[1] * terms.E("d1"))
+    for l in range(2, L):
+        Pd = Pd + _sumall(xp, wt.rho_d[l] * terms.E(f"d{l}"))
+    P = Pa
+    P += Pd
+    for l in range(2, L):
+        rho, Eq = wt.rho_q[l], terms.E(f"q{l}")
+        rq = rho[None, :, 0] if rho.ndim == 2 else rho[:, :, 0]
+        P += _dot(xp, xp.sum(Eq, axis=-1), rq)
+    return P
+
+
+def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
+    """J_S per seed, (S,) (loss.lysep_loss and loss_parts: fit + ||W_L||^2 P / N)."""
+    P = penalty(terms, weights(st, data), st.L)
+    N = data.N
+    fit = _dot(st.xp, terms.r, terms.r) / N
+    pen = st.w_out * P / N
+    return fit + pen
+
+
+def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
+    """loss.gradient (weights frozen) per seed: dJ_S / d(block), the block's stacked shape."""
+    xp, L, N = st.xp, st.L, data.N
+    c = 2.0 / N
+    w3 = st.w_out
+    cw = c * w3
+    x, l = block[0], int(block[1:])
+    if block == "W1":
+        inner = xp.matmul(wt.rho_a[1][:, None, :] * terms.e["a1"], data.Z.T)
+        inner = inner + _T(xp, xp.sum(wt.rho_d[1][:, :, None, :] * terms.e["d1"], axis=3))
+        return _per_seed(cw, 3) * inner
+    if x == "W" and l < L:
+        ga, gd, gq = (_rho(wt, "a", l) * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
+                      _rho(wt, "q", l) * terms.e[f"q{l}"])
+        g = engine.weight_gradient(xp, ga, gd, gq, st.layer(l - 1), data.plan)
+        g *= _per_seed(cw, 3)
+        return g
+    if x in "adq" and l < L - 1:
+        m = l + 1
+        ga, gd, gq = (_rho(wt, "a", m) * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
+                      _rho(wt, "q", m) * terms.e[f"q{m}"])
+        g = engine.input_adjoints(xp, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan)["adq".index(x)]
+        g -= _rho(wt, x, l) * terms.e[block]
+        g *= _per_seed(cw, g.ndim)
+        return g
+    if x in "adq" and l == L - 1:
+        G = _T(xp, st.v[f"W{L}"]) * terms.r[:, None, :]
+        g = engine.fit_adjoints(xp, G, st.layer(l), data.plan, st.fit)["adq".index(x)]
+        g *= c
+        rho = _rho(wt, x, l)
+        g -= (_per_seed(cw, max(rho.ndim, 1)) * rho) * terms.e[block]
+        return g
+    raise KeyError(block)
+
+
+def _same_bits(xp: Any, a: Array, b: Array) -> Array:
+    """Per seed, whether a[s] and b[s] hold the same bits (algorithm.same_bits), (S,) bool."""
+    S = a.shape[0]
+    return xp.all(xp.ascontiguousarray(a).view(xp.int64).reshape(S, -1)
+                  == xp.ascontiguousarray(b).view(xp.int64).reshape(S, -1), axis=1)
+
+
+def _merge(xp: Any, mask: np.ndarray, new: Array, old: Array) -> Array:
+    """new where mask (per seed), else old."""
+    return xp.where(xp.asarray(mask).reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
+
+
+class StackedIteration:
+    """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
+
+    def __init__(self, be: Backend, params0: list[Params], data: Data, settings: Settings):
+        xp = self.xp = be.xp
+        self.be, self.data, self.s = be, data, settings
+        self.L = len(params0[0])
+        self.S = len(params0)
+        self.blocks = gradient_blocks(self.L)
+        self.order = block_order(self.L)
+        hosts = [LySepState.from_params(p, data.host) for p in params0]  # the CPU's forward values, exact
+        v = {k: xp.asarray(np.stack([np.asarray(h.v[k], dtype=float) for h in hosts])) for k in hosts[0].v}
+        self.st = State(xp, self.L, v, data.plan)
+        self.terms = compute_terms(self.st, data)
+        self.J_S = be.host(lysep_loss(self.st, data, self.terms))
+        if settings.step_rule == "backtracking":
+            self.rules = {b: StackedBacktracking(self.S, settings.tau, settings.grow, settings.shrink, settings.armijo,
+                                                 settings.max_tries, settings.backoff_max) for b in self.blocks}
+        self.last_cond = np.full(self.S, np.nan)
+        self.last_rank: list[int | None] = [None] * self.S
+        self.accepted_steps = {b: np.zeros(self.S, dtype=int) for b in self.blocks}
+        self.unchanged_trials = np.zeros(self.S, dtype=int)
+        self.trials = np.zeros(self.S, dtype=int)
+
+    def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The state between sweeps: (JSON-able values, arrays), as algorithm.LySepIteration.snapshot."""
+        arrays = {f"v_{k}": self.be.host(v) for k, v in self.st.v.items()}
+        arrays.update(J_S=self.J_S, unchanged=self.unchanged_trials, trials=self.trials, last_cond=self.last_cond)
+        for b in self.blocks:
+            arrays[f"accepted_{b}"] = self.accepted_steps[b]
+            if self.s.step_rule == "backtracking":
+                r = self.rules[b]
+                arrays.update({f"rule_{b}_tau": r.tau, f"rule_{b}_last": r.last, f"rule_{b}_skip": r.skip,
+                               f"rule_{b}_backoff": r.backoff})
+        return {"last_rank": self.last_rank}, arrays
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        """Back to a :meth:`snapshot`: the terms, weights and caches recomputed from the variables (functions
+        of them alone, so the same bits as the run had)."""
+        v = {k[2:]: self.xp.asarray(np.ascontiguousarray(a)) for k, a in arrays.items() if k.startswith("v_")}
+        self.st = State(self.xp, self.L, v, self.data.plan)
+        self.terms = compute_terms(self.st, self.data)
+        self.J_S = np.array(arrays["J_S"])
+        self.unchanged_trials, self.trials = np.array(arrays["unchanged"]), np.array(arrays["trials"])
+        self.last_cond, self.last_rank = np.array(arrays["last_cond"]), list(meta["last_rank"])
+        for b in self.blocks:
+            self.accepted_steps[b] = np.array(arrays[f"accepted_{b}"])
+            if self.s.step_rule == "backtracking":
+                r = self.rules[b]
+                r.tau, r.last = np.array(arrays[f"rule_{b}_tau"]), np.array(arrays[f"rule_{b}_last"])
+                r.skip, r.backoff = np.array(arrays[f"rule_{b}_skip"]), np.array(arrays[f"rule_{b}_backoff"])
+
+    def step_sizes(self, block: str) -> np.ndarray:
+        return self.rules[block].tau if self.s.step_rule == "backtracking" else np.full(self.S, self.s.tau)
+
+    def _set(self, block: str, value: Array, active: np.ndarray) -> None:
+        value = _merge(self.xp, active, value, self.st.v[block])
+        self.st = self.st.with_(**{block: value})
+        self.terms = update_terms(self.terms, block, self.st, self.data)
+
+    def _gradient_step(self, block: str, active: np.ndarray) -> None:
+        xp, be, st, data, terms = self.xp, self.be, self.st, self.data, self.terms
+        if self.s.step_rule == "fixed" and self.s.tau == 0.0:
+            return  # FixedStep.inactive: only the closed-form updates act
+        wt = weights(st, data)
+        g = gradient(block, st, data, terms, wt)
+        J0 = self.J_S.copy()
+        x = st.v[block]
+        own: list = []
+        accepted: dict[str, Any] = {}
+
+        def trial(t: np.ndarray, trying: np.ndarray):
+            self.trials += trying
+            xt = x - xp.asarray(t).reshape((self.S,) + (1,) * (x.ndim - 1)) * g
+            same = be.host(_same_bits(xp, xt, x)) & trying
+            self.unchanged_trials += same
+            if (same | ~trying).all():
+                return J0.copy(), (st, terms)
+            st2 = st.with_(**{block: xt})
+            if block[0] in "adq" and int(block[1:]) >= 2 and not own:
+                own.append(layer_map(block, st, data))
+            t2 = update_terms(terms, block, st2, data, own[0] if own else None)
+            J = be.host(lysep_loss(st2, data, t2))
+            return np.where(same, J0, J), (st2, t2)
+
+        def accept(payload, mask: np.ndarray) -> None:
+            st2, t2 = payload
+            if st2 is st:  # every trying seed's step changed nothing (all rejected unless g = 0)
+                return
+            base_st, base_terms = accepted.get("state", (st, terms))
+            v = _merge(xp, mask, st2.v[block], base_st.v[block])
+            e = {k: (_merge(xp, mask, t2.e[k], base_terms.e[k]) if k in affects(block, self.L) else base_terms.e[k])
+                 for k in base_terms.e}
+            r = _merge(xp, mask, t2.r, base_terms.r)
+            accepted["state"] = (base_st.with_(**{block: v}), Terms(xp, e, r))
+
+        if self.s.step_rule == "backtracking":
+            g2 = be.host(_sumall(xp, g * g))
+            J, _, moved = self.rules[block].step(J0, g2, trial, accept, active)
+        else:  # the paper's fixed step, always accepted
+            J, payload = trial(np.full(self.S, self.s.tau), active)
+            accept(payload, active)
+            moved = active.copy()
+        if "state" in accepted:
+            self.st, self.terms = accepted["state"]
+        self.J_S = np.where(moved, J, self.J_S)
+        self.accepted_steps[block] += moved
+
+    def _solve_W3(self, active: np.ndarray, with_cond: bool) -> Array:
+        """updates.solve_W3 per seed on the host: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic)."""
+        be, data, L = self.be, self.data, self.L
+        B = be.host(self.st.fit.B)
+        lam = be.host(penalty(self.terms, weights(self.st, data), L))
+        bL = be.host(self.st.v[f"b{L}"])
+        W = be.host(self.st.v[f"W{L}"]).copy()
+        h = data.host
+        for s in np.flatnonzero(active):  # loop over the seeds: one least-squares solve each, as the CPU's
+            M = B.shape[1]
+            A = np.vstack([B[s].T, np.sqrt(lam[s]) * np.eye(M)])
+            rhs = np.concatenate([h.Y - bL[s] * h.K, np.zeros(M)])
+            if self.s.lstsq == "basic":
+                x, self.last_rank[s] = basic_lstsq(A, rhs)
+            else:
+                x = scipy.linalg.lstsq(A, rhs, cond=self.s.rcond, lapack_driver="gelsy")[0]
+            self.last_cond[s] = float(np.linalg.cond(A)) if with_cond else float("nan")
+            W[s] = x[None, :]
+        return be.asarray(W)
+
+    def _solve_b(self, l: int) -> Array:
+        xp, st, data = self.xp, self.st, self.data
+        w = weights(st, data).rho_a[l]
+        A = data.Z if l == 1 else st.sig(l - 1).s0
+        num = xp.matmul(st.v[f"a{l}"] - xp.matmul(st.v[f"W{l}"], A), w[:, :, None])[:, :, 0]
+        return num / xp.sum(w, axis=1)[:, None]
+
+    def _solve_bL(self) -> Array:
+        xp, st, data, L = self.xp, self.st, self.data, self.L
+        t = data.Y - xp.matmul(st.v[f"W{L}"], st.fit.B)[:, 0, :]
+        return _dot(xp, t, data.K[None, :]) / (data.K @ data.K)
+
+    def sweep(self, active: np.ndarray, with_cond: bool) -> None:
+        """One iteration of Algorithm 1 (2, 3) for the ``active`` seeds; a seed whose J_S stops being finite
+        leaves the sweep at that block (``active`` is updated in place)."""
+        L, data = self.L, self.data
+        for block in self.order:
+            if not active.any():
+                return
+            if block in self.blocks:
+                self._gradient_step(block, active)
+            else:
+                if block == f"W{L}":
+                    value = self._solve_W3(active, with_cond)
+                elif block == f"b{L}":
+                    value = self._solve_bL()
+                else:
+                    value = self._solve_b(int(block[1:]))
+                self._set(block, value, active)
+                J = self.be.host(lysep_loss(self.st, data, self.terms))
+                self.J_S = np.where(active, J, self.J_S)
+            active &= np.isfinite(self.J_S)
+
+    def params(self) -> list[Params]:
+        L = self.L
+        host = {k: self.be.host(v) for k, v in self.st.v.items() if k[0] in "Wb"}
+        return [[(host[f"W{l}"][s].copy(), host[f"b{l}"][s].copy()) for l in range(1, L)]
+                + [(host[f"W{L}"][s].copy(), np.array([host[f"b{L}"][s]]))] for s in range(self.S)]
+
+
+def pinn_J(be: Backend, params: list[Params], data: TrainingData, plan: StackedPlan) -> np.ndarray:
+    """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked)."""
+    from lysep_cli.accel.pinn import stack
+
+    fp = engine.pinn_pass(be.xp, stack(be, params), be.asarray(data.Z), plan, be.asarray(data.Y))
+    return be.host(_dot(be.xp, fp.R, fp.R) / fp.R.shape[1])
+
+
+#: the per-seed loop values a checkpoint keeps as arrays, beside the histories and the iteration's state
+_LOOP_ARRAYS = ("worst", "violations", "first_violation", "J_first", "cond_first", "diverged_at", "running", "J")
+
+
+def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: list[Params],
+                  settings: Settings | dict[str, Any], iterations: int,
+                  progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 1,
+                  checkpoint: Checkpoint | None = None) -> list[SolveResult]:
+    """algorithm.solve for every network of ``params0`` (one per seed), stacked: one SolveResult per seed,
+    the CPU solver's bit for bit (timings are the stack's).  ``checkpoint``: the stack's, resumed from when it
+    holds this stack's state and saved as it comes due; the results are the uninterrupted run's."""
+    s = Settings.coerce(settings)
+    why = unsupported(s)
+    if why:
+        raise ValueError(why)
+    xp = be.xp
+    host = LySepData.build(data.Z, data.coef, data.Y)
+    ld = Data(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
+    pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
+    S, L = len(params0), len(params0[0])
+    C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
+    factor = bound_factor(problem.pde, problem.d) * C
+    it = StackedIteration(be, params0, ld, s)
+    J = pinn_J(be, it.params(), data, pinn_plan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        worst = np.where(it.J_S > 0, J / it.J_S, np.nan)
+    diverged_at = np.where(np.isfinite(it.J_S) & np.isfinite(J), -1, 0)
+    lp: dict[str, Any] = {"worst": worst, "violations": np.zeros(S, dtype=int), "first_violation": np.full(S, -1),
+                          "J_first": np.full(S, np.nan), "cond_first": np.full(S, np.nan),
+                          "diverged_at": diverged_at, "running": diverged_at < 0, "J": J}
+    meta: dict[str, Any] = {"k": 0, "seconds": 0.0, "cpu_seconds": 0.0, "resumed_at": [],
+                            "rank_first": [None] * S, "rank_min": [None] * S}
+    hist_JS, hist_J = [it.J_S.copy()], [J]
+    saved = checkpoint.load() if checkpoint is not None and lp["running"].any() else None
+    if saved is not None:
+        meta = saved["meta"]["loop"]
+        it.restore(saved["meta"]["iteration"], saved["arrays"])
+        lp = {k: saved["arrays"][f"loop_{k}"] for k in _LOOP_ARRAYS}
+        lp["running"] = lp["running"].astype(bool)
+        hist_J, hist_JS = list(saved["arrays"]["hist_J"]), list(saved["arrays"]["hist_J_S"])
+        meta["resumed_at"].append(meta["k"])
+    before = (meta["seconds"], meta["cpu_seconds"])
+    t0, cpu0 = time.perf_counter() - before[0], time.process_time() - before[1]
+    for k in range(meta["k"], iterations):
+        running = lp["running"]
+        if not running.any():
+            break
+        active = running.copy()
+        it.sweep(active, with_cond=k in (0, iterations - 1))
+        J = np.where(running, pinn_J(be, it.params(), data, pinn_plan), lp["J"])
+        hist_JS.append(it.J_S.copy())
+        hist_J.append(J.copy())
+        if k == 0:
+            lp["J_first"], lp["cond_first"] = J.copy(), it.last_cond.copy()
+        for i in np.flatnonzero(running):  # loop over the seeds: the W_3 system's rank (lstsq basic only)
+            if it.last_rank[i] is not None:
+                first, low = meta["rank_first"][i], meta["rank_min"][i]
+                meta["rank_first"][i] = it.last_rank[i] if first is None else first
+                meta["rank_min"][i] = min(low if low is not None else it.last_rank[i], it.last_rank[i])
+        bad = running & ~(np.isfinite(it.J_S) & np.isfinite(J))
+        lp["diverged_at"] = np.where(bad, k + 1, lp["diverged_at"])
+        ok = running & ~bad
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(it.J_S > 0, J / it.J_S, np.inf)
+        lp["worst"] = np.where(ok & (ratio > lp["worst"]), ratio, lp["worst"])
+        violated = ok & (J > factor * it.J_S)
+        lp["violations"] = lp["violations"] + violated
+        lp["first_violation"] = np.where(violated & (lp["first_violation"] < 0), k + 1, lp["first_violation"])
+        lp["running"], lp["J"] = ok, J
+        meta["k"] = k + 1
+        if checkpoint is not None and meta["k"] < iterations and ok.any() and checkpoint.due():
+            meta["seconds"], meta["cpu_seconds"] = time.perf_counter() - t0, time.process_time() - cpu0
+            state, arrays = it.snapshot()
+            checkpoint.save({"loop": meta, "iteration": state},
+                            {**arrays, **{f"loop_{name}": np.asarray(v) for name, v in lp.items()},
+                             "hist_J": np.array(hist_J), "hist_J_S": np.array(hist_JS)})
+        if progress is not None and ((k + 1) % sync_every == 0 or k + 1 == iterations):
+            progress(k, J)
+    seconds = time.perf_counter() - t0
+    params = it.params()
+    sweeps = len(hist_J) - 1
+    out = []
+    for i in range(S):
+        n = sweeps + 1 if lp["diverged_at"][i] < 0 else int(lp["diverged_at"][i]) + 1
+        HJ, HJS = [float(h[i]) for h in hist_J[:n]], [float(h[i]) for h in hist_JS[:n]]
+        result = _result(i, params[i], params0[i], HJ, HJS, int(lp["diverged_at"][i]), it, s, L, factor, C, problem,
+                         lp["violations"][i], lp["first_violation"][i], lp["worst"][i], lp["J_first"][i],
+                         lp["cond_first"][i], meta["rank_first"][i], meta["rank_min"][i], seconds / max(1, sweeps))
+        if meta["resumed_at"]:
+            result.diagnostics.update(resumed_at_sweeps=meta["resumed_at"], seconds_before_resume=list(before))
+        out.append(result)
+    return out
+
+
+def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
+    n = float(np.linalg.norm(old))
+    return float(np.linalg.norm(new - old) / n) if n > 0 else float("nan")
+
+
+def _result(i: int, params: Params, params0: Params, hist_J: list[float], hist_JS: list[float], diverged_at: int,
+            it: StackedIteration, s: Settings, L: int, factor: float, C: float, problem: Problem, violations: int,
+            first_violation: int, worst: float, J_first: float, cond_first: float, rank_first: int | None,
+            rank_min: int | None, seconds_per_iteration: float) -> SolveResult:
+    """One seed's SolveResult with algorithm.solve's bound and diagnostics."""
+    moves = {}
+    for l, (W, b) in enumerate(params0[:-1], start=1):
+        moves[f"move_W{l}"] = _relative_move(params[l - 1][0], W)
+        moves[f"move_b{l}"] = _relative_move(params[l - 1][1], b)
+    bound = {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
+             "violations": int(violations), "checked": len(hist_J) - 1,
+             "first_violation": None if first_violation < 0 else int(first_violation),
+             "max_ratio_J_over_J_S": float(worst)}
+    diagnostics = {
+        "J_after_first_W3_solve": None if len(hist_J) < 2 else float(J_first),
+        "W3_norm": float(np.linalg.norm(params[-1][0])),
+        "W3_system_cond_first": float(cond_first),
+        "W3_system_cond_last": float(it.last_cond[i]),
+        **({"W3_system_rank_first": rank_first, "W3_system_rank_last": it.last_rank[i],
+            "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size)}
+           if s.lstsq == "basic" else {}),
+        **moves,
+        "accepted_steps": {b: int(n[i]) for b, n in it.accepted_steps.items()},
+        "unchanged_trials": int(it.unchanged_trials[i]),
+        "trials": int(it.trials[i]),
+        "final_step_sizes": {b: float(it.step_sizes(b)[i]) for b in it.blocks},
+        "seconds_per_iteration": seconds_per_iteration,
+    }
+    status = "ok" if diverged_at < 0 else "diverged"
+    message = "" if status == "ok" else f"non-finite J or J_S at iteration {diverged_at}"
+    return SolveResult(params, {"J": hist_J, "J_S": hist_JS}, status, message,
+                       diverged_at=None if status == "ok" else diverged_at, J_S=hist_JS[-1], bound=bound,
+                       diagnostics=diagnostics)

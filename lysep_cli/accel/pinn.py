@@ -1,0 +1,85 @@
+"""PINN-GD with a cell's seeds stacked: lysep_cli/solvers/pinn.py for S networks at once.
+
+Every seed takes the CPU solver's path: the same step schedule lr_k, the same update W - lr_k dW, and its
+own divergence decision.  A seed whose J is not finite (at its initial network, or after step k) stops
+there, as the CPU solver returns: its parameters are frozen by a mask (the update of the others goes on),
+its history ends at that iterate and its result says ``diverged_at``.  The per-seed J's stay on the device
+during the run; they come back to the host every ``sync_every`` iterations (progress, and the end of the
+run once every seed has diverged) and at the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from lysep_cli.accel import engine
+from lysep_cli.accel.backend import Backend
+from lysep_cli.numerics.channels import ChannelPlan
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.network import Params
+from lysep_cli.solvers.base import SolveResult, diverged
+from lysep_cli.solvers.pinn import Settings
+
+#: iterations between host syncs of the per-seed J's (progress and the all-diverged check)
+SYNC_EVERY = 50
+
+StackProgress = Callable[[int, np.ndarray], None]
+"""progress(k, J) after iteration k with J (S,) on the host, every ``sync_every`` iterations."""
+
+
+def stack(backend: Backend, params: list[Params]) -> engine.StackedParams:
+    """S networks [(W_l, b_l)] -> one stacked network, on the device."""
+    return [(backend.asarray(np.stack([p[l][0] for p in params])), backend.asarray(np.stack([p[l][1] for p in params])))
+            for l in range(len(params[0]))]
+
+
+def unstack(backend: Backend, params: engine.StackedParams) -> list[Params]:
+    """One stacked network -> S networks on the host."""
+    host = [(backend.host(W), backend.host(b)) for W, b in params]
+    return [[(W[s].copy(), b[s].copy()) for W, b in host] for s in range(host[0][0].shape[0])]
+
+
+def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], settings: Settings | dict[str, Any],
+                  iterations: int, progress: StackProgress | None = None,
+                  sync_every: int = SYNC_EVERY) -> list[SolveResult]:
+    """Gradient descent on J for each network of ``params0`` (one per seed), stacked; one
+    :class:`SolveResult` per seed, in order, as :func:`lysep_cli.solvers.pinn.solve` returns it.
+
+    history["J"] of a seed: J at its initial network, then after each step (iterations + 1 entries), cut
+    after its first non-finite value.
+    """
+    xp = backend.xp
+    schedule = Settings.coerce(settings).schedule(iterations)
+    plan = engine.StackedPlan.of(xp, ChannelPlan.build(data.coef))
+    Z, Y = backend.asarray(data.Z), backend.asarray(data.Y)
+    params = stack(backend, params0)
+    S = len(params0)
+    history = xp.full((iterations + 1, S), xp.nan)
+    J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
+    history[0] = J
+    active = xp.isfinite(J)
+    for k in range(iterations):
+        eta = schedule(k)
+        keep = active[:, None]
+        params = [(xp.where(keep[:, :, None], W - eta * gW, W), xp.where(keep, b - eta * gb, b))
+                  for (W, b), (gW, gb) in zip(params, grads)]
+        J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
+        history[k + 1] = J
+        active &= xp.isfinite(J)
+        if (k + 1) % sync_every == 0 or k + 1 == iterations:
+            if progress is not None:
+                progress(k, backend.host(J))
+            if not bool(active.any()):
+                break
+    return [_result(p, h) for p, h in zip(unstack(backend, params), backend.host(history).T)]
+
+
+def _result(params: Params, history: np.ndarray) -> SolveResult:
+    """One seed's result from its row of the stacked history (entries after a non-finite one unused)."""
+    bad = np.flatnonzero(~np.isfinite(history))
+    J = [float(x) for x in history]
+    if bad.size:
+        return diverged(params, {"J": J}, int(bad[0]))
+    return SolveResult(params, {"J": J})

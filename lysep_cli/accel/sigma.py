@@ -1,0 +1,67 @@
+"""sigma = sin and its derivatives on a stacked array, with the CPU's bits on NumPy and on CuPy.
+
+NumPy: lysep_cli/numerics/sincos.py itself (element-wise, so a stack of seeds gives each seed's bits).
+CuPy: the same formulas (sincos.py's ``_reduced`` and quadrant logic) as a CUDA kernel compiled with
+``--fmad=false``: CUDA contracts a*b+c into fused multiply-adds by default, which changes the last bit of
+~1 % of the values; without contraction the kernel gave lysep's CPU bits for all 2,014,001 arguments
+tried on an H200 (docs/engine.md, benchmarks/results/gpu_design_check.txt).  Arguments beyond
+sincos.LIMIT, inf and NaN go to the library's sin and cos, as on the CPU (inside the kernel: no host sync;
+CUDA's sin there, not glibc's, so such values may differ in the last bits from the CPU's).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lysep_cli.numerics import sincos as sc
+from lysep_cli.numerics.activation import SigmaValues
+
+_CONSTANTS = ("INV_PIO2", "P1", "P2", "P3", "S1", "S2", "S3", "S4", "S5", "S6", "C1", "C2", "C3", "C4", "C5", "C6")
+_KERNELS: dict[str, Any] = {}
+
+
+def cuda_source() -> str:
+    """sincos.py's formulas as a CUDA element-wise kernel body; the constants printed to round-trip exactly."""
+    defs = "\n".join(f"#define {k} ({getattr(sc, k)!r})" for k in _CONSTANTS + ("LIMIT",))
+    return defs + r"""
+extern "C" __global__ void sincos_fdlibm(const double* x, double* sn, double* cs, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    double xi = x[i];
+    if (!(fabs(xi) <= LIMIT)) { sn[i] = sin(xi); cs[i] = cos(xi); continue; }  /* as the CPU: the library's */
+    double nn = rint(xi * INV_PIO2);
+    double r = ((xi - nn * P1) - nn * P2) - nn * P3;
+    double z = r * r;
+    double s = r + (z * r) * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)))));
+    double hz = 0.5 * z;
+    double w = 1.0 - hz;
+    double c = w + (((1.0 - w) - hz) + z * (z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))))));
+    double q = nn - 4.0 * floor(nn * 0.25);
+    bool swap = (q == 1.0) || (q == 3.0);
+    double ss = q >= 2.0 ? -1.0 : 1.0;
+    double sg = (q == 1.0 || q == 2.0) ? -1.0 : 1.0;
+    sn[i] = (swap ? c : s) * ss;
+    cs[i] = (swap ? s : c) * sg;
+  }
+}
+"""
+
+
+def sincos(xp: Any, x: Any) -> tuple[Any, Any]:
+    """(sin x, cos x) of a float64 array of the namespace ``xp``, each of x's shape."""
+    if xp.__name__ == "numpy":
+        return sc.sincos(x)
+    if "cuda" not in _KERNELS:
+        _KERNELS["cuda"] = xp.RawKernel(cuda_source(), "sincos_fdlibm", options=("--fmad=false",))
+    x = xp.ascontiguousarray(x, dtype=xp.float64)
+    sin, cos = xp.empty_like(x), xp.empty_like(x)
+    threads = 256
+    blocks = max(1, min(4096, (x.size + threads - 1) // threads))
+    _KERNELS["cuda"]((blocks,), (threads,), (x, sin, cos, xp.int64(x.size)))
+    return sin, cos
+
+
+def values(xp: Any, a: Any) -> SigmaValues:
+    """sigma, sigma', sigma'', sigma''' at a (any shape), from one sin-and-cos evaluation."""
+    s, c = sincos(xp, a)
+    return SigmaValues(s, c, xp.negative(s), xp.negative(c))

@@ -1,0 +1,155 @@
+"""The stacked LySep (lysep_cli/accel/lysep.py): each seed of a stack is the CPU solver's run bit for bit —
+histories of J and J_S, the returned network, status and divergence iterate, the bound check, every
+diagnostic but the timing — and a seed's run does not depend on the other seeds of its stack."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lysep_cli.accel import backend as backends
+from lysep_cli.accel.lysep import solve_stacked, unsupported
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
+from lysep_cli.solvers.lysep import algorithm
+
+CPU = backends.resolve("cpu-stacked")
+PAPER = {"step_rule": "backtracking", "tau": 1.0e-8, "weights": "frozen", "w3_b3": "separate"}
+
+
+def _data(pde: str, d: int, solution: str | None) -> tuple:
+    problem = make_problem(pde, d, solution)
+    Z, _ = train_test_points(60, 10, d, time=problem.time_dependent, domain=problem.domain)
+    return problem, TrainingData.build(problem, Z)
+
+
+def _same(a, b) -> bool:
+    """Two LySep results with the same bits (NaN equal to NaN), the timing aside."""
+    timing = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume")
+    return (a.status == b.status and a.diverged_at == b.diverged_at
+            and all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in ("J", "J_S"))
+            and all(np.array_equal(x, y, equal_nan=True) for (Wa, ba), (Wb, bb) in zip(a.params, b.params)
+                    for x, y in ((Wa, Wb), (ba, bb)))
+            and json.dumps(a.bound) == json.dumps(b.bound)
+            and json.dumps({k: v for k, v in a.diagnostics.items() if k not in timing})
+            == json.dumps({k: v for k, v in b.diagnostics.items() if k not in timing}))
+
+
+def _check(pde, d, solution, L, settings, sweeps, seeds=3, change=None):
+    problem, data = _data(pde, d, solution)
+    params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(seeds)]
+    if change:
+        change(params0)
+    with np.errstate(all="ignore"):
+        stacked = solve_stacked(CPU, problem, data, params0, settings, sweeps)
+        cpu = [algorithm.solve(problem, data, p0, settings, sweeps) for p0 in params0]
+    assert [_same(s, c) for s, c in zip(stacked, cpu)] == [True] * seeds
+    return cpu
+
+
+@pytest.mark.parametrize("pde,d,solution,L", [("elliptic", 2, "exp-sin", 3), ("parabolic", 3, None, 3),
+                                              ("hyperbolic", 3, None, 3), ("elliptic", 2, "exp-sin", 2),
+                                              ("hyperbolic", 2, None, 4)])
+def test_each_seed_is_the_cpu_lysep_run_bit_for_bit(pde, d, solution, L):
+    cpu = _check(pde, d, solution, L, PAPER, 10)
+    assert all(c.status == "ok" and len(c.history["J"]) == 11 for c in cpu)
+
+
+@pytest.mark.parametrize("settings", [{**PAPER, "backoff_max": 16}, {**PAPER, "lstsq": "basic"},
+                                      {"step_rule": "fixed", "tau": 1e-3}, {"step_rule": "fixed", "tau": 0.0}])
+def test_the_other_step_rules_and_solves_are_the_cpus(settings):
+    _check("elliptic", 2, "exp-sin", 3, settings, 25 if settings.get("backoff_max") else 6)
+
+
+def test_divergence_is_decided_per_seed_within_the_sweep():
+    """A fixed step that blows one seed up in its first sweep (its weights scaled 30x), a seed diverged at its
+    initial network (1e200), two that go on: each the CPU's result, the others untouched."""
+    def change(params0):
+        params0[1] = [(W * 1e200, b) for W, b in params0[1]]
+        params0[2] = [(W * 30.0, b * 30.0) for W, b in params0[2]]
+
+    cpu = _check("hyperbolic", 3, None, 3, {"step_rule": "fixed", "tau": 1e3}, 8, seeds=4, change=change)
+    assert [(c.status, c.diverged_at) for c in cpu] == [("ok", None), ("diverged", 0), ("diverged", 1), ("ok", None)]
+
+
+def test_a_seed_does_not_depend_on_its_stack():
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)]
+    alone = solve_stacked(CPU, problem, data, [params0[3]], PAPER, 6)[0]
+    ten = solve_stacked(CPU, problem, data, params0, PAPER, 6)
+    backwards = solve_stacked(CPU, problem, data, params0[::-1], PAPER, 6)
+    assert _same(alone, ten[3]) and _same(alone, backwards[6]) and not _same(ten[3], ten[4])
+
+
+def test_settings_it_does_not_support_are_named():
+    assert unsupported(PAPER) is None
+    assert "frozen" in unsupported({**PAPER, "weights": "through"})
+    assert "separate" in unsupported({**PAPER, "w3_b3": "joint"})
+    problem, data = _data("elliptic", 2, "exp-sin")
+    with pytest.raises(ValueError):
+        solve_stacked(CPU, problem, data, [network.init_params(2, 3, 4, 0)], {**PAPER, "w3_b3": "joint"}, 2)
+
+
+@pytest.mark.gpu
+def test_gpu_lysep_stack_is_seed_order_independent_and_near_the_cpu():
+    try:
+        gpu = backends.resolve("cuda")
+    except backends.DeviceUnavailable as exc:
+        pytest.skip(str(exc))
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 8, seed) for seed in range(10)]
+    ten = solve_stacked(gpu, problem, data, params0, PAPER, 5)
+    alone = solve_stacked(gpu, problem, data, [params0[3]], PAPER, 5)[0]
+    assert _same(alone, ten[3])
+    cpu = algorithm.solve(problem, data, params0[3], PAPER, 5)
+    assert np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.array(cpu.history["J"])) < 1e-6
+
+
+class _MemoryCheckpoint:
+    """A checkpoint kept in memory (the file's round trip: JSON meta, arrays copied), due after every sweep."""
+
+    def __init__(self):
+        self.saved = None
+        self.saves = 0
+
+    def load(self):
+        if self.saved is None:
+            return None
+        return {"meta": json.loads(json.dumps(self.saved[0])), "arrays": {k: v.copy() for k, v in self.saved[1].items()}}
+
+    def due(self):
+        return True
+
+    def save(self, meta, arrays):
+        self.saved = (meta, {k: np.array(v) for k, v in arrays.items()})
+        self.saves += 1
+
+
+@pytest.mark.parametrize("settings", [PAPER, {**PAPER, "backoff_max": 4}])
+def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings):
+    """Stopped after sweep 4 (KeyboardInterrupt from progress, as a Ctrl-C), resumed twice over: every seed's
+    result is the uninterrupted stack's, a seed diverged before the stop included."""
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
+    params0[1] = [(W * 1e200, b) for W, b in params0[1]]
+    np_state = np.seterr(all="ignore")
+    whole = solve_stacked(CPU, problem, data, params0, settings, 9)
+    ckpt = _MemoryCheckpoint()
+
+    def stop_at(n):
+        def progress(k, J):
+            if k + 1 == n:
+                raise KeyboardInterrupt
+        return progress
+
+    for n in (4, 7):
+        with pytest.raises(KeyboardInterrupt):
+            solve_stacked(CPU, problem, data, params0, settings, 9, progress=stop_at(n), checkpoint=ckpt)
+    resumed = solve_stacked(CPU, problem, data, params0, settings, 9, checkpoint=ckpt)
+    np.seterr(**np_state)
+    assert all(_same(r, w) for r, w in zip(resumed, whole))
+    assert resumed[0].diagnostics["resumed_at_sweeps"] == [4, 7] and ckpt.saves == 4 + 3 + 1
