@@ -1,11 +1,11 @@
 """elliptic-10d (3,20) LySep: final J against the seeded b_3 (Algorithm 1's separate W_3-then-b_3 updates).
 
-Usage: .venv/bin/python benchmarks/b3_spread.py [--results results/paper]
+Usage: .venv/bin/python studies/b3_spread.py [--results results/paper]
 
 For each archived LySep run of the cell it prints b_3 at the start (the seed's), at the end (the record's
 weights) and at the joint [W_3, b_3] least-squares optimum (one LySep sweep with `w3_b3: joint` from the
 same start), the archived J, the joint J and J / (b_3^0 - b_3^*)^2; then the correlation of log J with
-log (b_3^0 - b_3^*)^2 over the seeds.  Output of 2026-11-26: benchmarks/results/b3_spread_e10d_20.txt.
+log (b_3^0 - b_3^*)^2 over the seeds.  Output of 2026-11-26: studies/results/b3_spread_e10d_20.txt.
 """
 import lysep_cli  # noqa: F401  (first: the BLAS kernel pin, before NumPy)
 

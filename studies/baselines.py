@@ -8,8 +8,8 @@ experiments.yaml, building the data as the runner does:
 Each run appends one JSON line (experiment, solver, L, M, seed, iterations, status, J, l2, seconds,
 extra) to --out; --table prints mean +- std per (experiment, size, solver) from that file.
 
-    python benchmarks/bench_baselines.py --experiment elliptic-2d --solver rfls --sizes 3,50 --seeds 0-9
-    python benchmarks/bench_baselines.py --table --out benchmarks/baselines.jsonl
+    python studies/baselines.py --experiment elliptic-2d --solver rfls --sizes 3,50 --seeds 0-9
+    python studies/baselines.py --table --out studies/results/baselines.jsonl
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def main() -> None:
     p.add_argument("--sizes", help="L,M[;L,M...] (default: the experiment's sizes)")
     p.add_argument("--seeds", default="0-2", help="e.g. 0-9 or 0,3,5")
     p.add_argument("--iterations", type=int, help="override the experiment's iteration budget")
-    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "baselines.jsonl")
+    p.add_argument("--out", type=Path, default=ROOT / "studies" / "results" / "baselines.jsonl")
     p.add_argument("--table", action="store_true", help="only print the table of --out")
     a = p.parse_args()
     if a.table:

@@ -7,7 +7,7 @@ the worst case, since a rerun on another platform repeats the same seeds.  Power
 itself with every seed's final J multiplied by a factor (1.3, 1.5, 2, 3), and against a rerun with the
 seed-to-seed noise of a kernel change (each J and l2 times 1 + 1e-4 * N(0, 1)).
 
-    python benchmarks/cellstats_power.py [RESULTS]  > benchmarks/results/cellstats_power.txt
+    python studies/cellstats_power.py [RESULTS]  > studies/results/cellstats_power.txt
 """
 
 from __future__ import annotations

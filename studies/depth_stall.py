@@ -1,6 +1,6 @@
 """Why some LySep runs stop half-way down from the ridge fit (elliptic-2d-depth (5,50), seeds 6 and 8).
 
-Usage: .venv/bin/python benchmarks/depth_stall.py elliptic-2d-depth --size 5x50 --seeds 0,6,8 --sweeps 400 --every 25
+Usage: .venv/bin/python studies/depth_stall.py elliptic-2d-depth --size 5x50 --seeds 0,6,8 --sweeps 400 --every 25
 
 In the archive most seeds of every depth leave the ridge fit of the first output solve (J ≈ 4e-5) for
 J ≈ 1e-7, but two seeds at L = 5 stop at J ≈ 3e-6 and stay there to sweep 2000 (docs/lysep-depth.md §5.1).
@@ -20,7 +20,7 @@ import argparse
 
 import numpy as np
 import scipy.linalg
-from lysep_study import load, sweeps
+from common import load, sweeps
 
 from lysep_cli.numerics import network
 from lysep_cli.solvers.lysep.loss import LySepData, LySepState, fit_matrix, penalty, weights

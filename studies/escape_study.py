@@ -1,6 +1,6 @@
 """When does LySep leave the ridge-fit plateau?  Escape sweep of one cell under tiny perturbations.
 
-Usage: .venv/bin/python benchmarks/escape_study.py elliptic-2d --size 3x100 --seeds 3,5 \
+Usage: .venv/bin/python studies/escape_study.py elliptic-2d --size 3x100 --seeds 3,5 \
            --eps 0,1e-15,1e-13,1e-11 --draws 3 [--first-draw 0] --max-sweeps 2000 [--threshold 1e-6]
 
 For every (seed, eps, draw) it runs LySep (the experiment's settings) from the seeded network with every

@@ -1,7 +1,7 @@
 """LySep elliptic-2d, two archives side by side: per seed, the first sweep with J < 1e-6 (the end of the
 ridge phase, docs/results.md (b); -1: never within the run) and the final J and l2.
 
-    .venv/bin/python benchmarks/escape_sweeps.py A_DIR B_DIR [--sizes 50,80,100]
+    .venv/bin/python studies/escape_sweeps.py A_DIR B_DIR [--sizes 50,80,100]
 
 Used for the back-off (docs/engine.md): A = the archive (results/paper), B = the same runs made with
 `backoff_max: 16` (`lysep run elliptic-2d --solver lysep --config FILE --results B_DIR`, FILE =

@@ -1,7 +1,7 @@
 """The size of the archived fits: ||W_L|| and how far J moves when W_L moves by one ulp, per cell.
 
-Usage: .venv/bin/python benchmarks/fit_size.py [--results results/paper] [--draws 3] [--seeds 0-9]
-           [--experiments elliptic-2d,...] [--out benchmarks/results/fit_size.md]
+Usage: .venv/bin/python studies/fit_size.py [--results results/paper] [--draws 3] [--seeds 0-9]
+           [--experiments elliptic-2d,...] [--out studies/results/fit_size.md]
 
 For every archived run of PINN, LySep, rfls (the paper's sizes) and rfm (its default size) of the four
 paper experiments: the output layer W_L (1, M) of the saved network, its largest entry max|W_L| and its
@@ -119,7 +119,7 @@ def row(exp: str, solver: str, L: int, M: int, sizes: list[RunSize]) -> str:
 
 def report(results: Path, experiments: tuple[str, ...], draws: int, seeds_text: str | None) -> str:
     specs = load_specs(default_config())
-    out = ["# The size of the archived fits (`benchmarks/fit_size.py`)", "",
+    out = ["# The size of the archived fits (`studies/fit_size.py`)", "",
            f"From `{results}`, nothing rerun. Per cell, median [largest] over the seeds of: max|W_L| and "
            "||W_L||_2 of the saved output layer; ΔJ/J and Δl2/l2, the relative change of J and of the test "
            f"l2 when every entry of W_L moves by one ulp with random signs (the largest of {draws} draws per "
@@ -145,7 +145,7 @@ def main() -> None:
     p.add_argument("--experiments", default=",".join(EXPERIMENTS))
     p.add_argument("--seeds", default=None, help="e.g. 0-2 (default: the spec's)")
     p.add_argument("--draws", type=int, default=3)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/fit_size.md"))
+    p.add_argument("--out", type=Path, default=Path("studies/results/fit_size.md"))
     a = p.parse_args()
     text = report(a.results, tuple(a.experiments.split(",")), a.draws, a.seeds)
     a.out.write_text(text, encoding="utf-8")

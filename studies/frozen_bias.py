@@ -1,6 +1,6 @@
 """LySep's 10-D J after sweep 1 is a least-squares W_L on the seeded network with b_L frozen at its seed.
 
-Usage: .venv/bin/python benchmarks/frozen_bias.py [--experiment elliptic-10d] [--sizes 3x50,3x100]
+Usage: .venv/bin/python studies/frozen_bias.py [--experiment elliptic-10d] [--sizes 3x50,3x100]
                                                   [--seeds 0-9] [--results results/paper]
 
 For each (L, M) and seed this computes, on the seeded hidden layers, J with the output layer solved by

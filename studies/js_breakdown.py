@@ -1,6 +1,6 @@
 """Where LySep's J_S sits below J: the fitting term and each constraint group's share of the penalty.
 
-Usage: .venv/bin/python benchmarks/js_breakdown.py parabolic-5d --size 3x20 --seeds 0 --sweeps 2000 --every 500
+Usage: .venv/bin/python studies/js_breakdown.py parabolic-5d --size 3x20 --seeds 0 --sweeps 2000 --every 500
 
 Our archived J_S is 0.4-0.5 of J (median per cell) where the paper's is 0.55-1.0 (docs/results.md).
 This reruns LySep from the seeded start (the archive keeps W_l, b_l but not the auxiliary variables)
@@ -18,7 +18,7 @@ import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy load
 import argparse
 
 import numpy as np
-from lysep_study import load, sweeps
+from common import load, sweeps
 
 from lysep_cli.solvers.lysep.algorithm import LySepIteration
 from lysep_cli.solvers.lysep.loss import LySepData, weights

@@ -1,6 +1,6 @@
 """LySep variants side by side: weight treatment, W_3/b_3 solve, step rule.
 
-    python benchmarks/lysep_variants.py elliptic-10d 50 --seeds 0,1,2 --iterations 200
+    python studies/lysep_variants.py elliptic-10d 50 --seeds 0,1,2 --iterations 200
 
 Prints mean ± sample std (N − 1) over seeds of J, l2, J after the first W_3 solve, ||W_3||, and how far W_1, W_2 moved.
 """

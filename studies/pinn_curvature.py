@@ -1,8 +1,8 @@
 """The curvature of the PINN loss J along PINN-GD's own path: the full Hessian at a few iterations.
 
-Usage: nice -n 5 .venv/bin/python benchmarks/pinn_curvature.py [EXPERIMENT] [--size 3x30] [--seed 0]
-           [--at 0,100,500,2000] [--h 1e-6] [--out benchmarks/results/pinn_curvature_e2d.txt]
-           [--png benchmarks/results/pinn_curvature_e2d.png] [--lr 2e-2 --lr-final 2e-3]
+Usage: nice -n 5 .venv/bin/python studies/pinn_curvature.py [EXPERIMENT] [--size 3x30] [--seed 0]
+           [--at 0,100,500,2000] [--h 1e-6] [--out studies/results/pinn_curvature_e2d.txt]
+           [--png studies/results/pinn_curvature_e2d.png] [--lr 2e-2 --lr-final 2e-3]
 
 It replays PINN-GD with the spec's settings (experiments.yaml, the `pinn:` block: the exponential step
 schedule lr -> lr_final over the spec's iterations, lysep_cli/solvers/pinn.py) from the seeded start, and
@@ -21,7 +21,7 @@ spectrum the decrease of J a Newton step holds there beside what GD with the res
 The output layer alone is exactly quadratic (R is linear in W_L, b_L): for it the script gives the exact
 eigenvalues of its Hessian block, the least-squares minimum of J over it with the hidden layers as they are,
 and per band of its eigenvalues the decrease held there beside what GD's steps (1x, 10x, 100x) take of it.
-``--lr``/``--lr-final`` replace the spec's schedule (e.g. the larger steps of benchmarks/tune_pinn.py's scan).
+``--lr``/``--lr-final`` replace the spec's schedule (e.g. the larger steps of studies/tune_pinn.py's scan).
 
 One BLAS thread.  About 2 x 2 x (number of parameters) gradient evaluations per iteration of ``--at``.
 """

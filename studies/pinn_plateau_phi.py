@@ -1,7 +1,7 @@
 """What the 2-D PINN plateau networks compute: how close their phi is to a low-degree polynomial.
 
-Usage: .venv/bin/python benchmarks/pinn_plateau_phi.py [--results results/paper] [--seeds 0-9]
-           [--out benchmarks/results/pinn_plateau_phi.md]
+Usage: .venv/bin/python studies/pinn_plateau_phi.py [--results results/paper] [--seeds 0-9]
+           [--out studies/results/pinn_plateau_phi.md]
 
 With the hard constraint psi = B phi (B = |x|^2 - 1, `eq:FNN-E`), the network's output is phi itself.
 For every archived PINN run of elliptic-2d (the four sizes, 2000 iterations) this loads the saved weights
@@ -11,7 +11,7 @@ and evaluates phi on the test set (350 points), then, for k = 0..4:
   x1^a x2^b, a + b <= k, on the test points; the same for the exact phi* = u / B (of all four paper
   experiments, monomials in t and x, as far as a quarter of the test points allows) and for the network at
   its seeded start (the stated init U(+-M^-1/2), and PyTorch's nn.Linear default, whose first layer is
-  the stated draw times sqrt(M / n_in), benchmarks/pinn_ablations.py);
+  the stated draw times sqrt(M / n_in), studies/pinn_ablations.py);
 - ``J_k``: the lowest J any phi of degree <= k reaches (one least-squares solve of the residual
   R = K phi + sum_j K_j d_j phi + K-hat sum_j d_jj phi - f on the training set, `eq:J-elliptic`), and its
   test l2; against the plateau's J.
@@ -119,7 +119,7 @@ def report(results: Path, seeds_text: str | None) -> str:
     Z_train, Z_test = records.load_data(results, EXPERIMENT)
     seeds = parse_seeds(seeds_text, spec) if seeds_text else list(spec.seeds)
     head = " | ".join(f"k = {k}" for k in DEGREES)
-    out = [f"# What the 2-D PINN plateau networks compute (`benchmarks/pinn_plateau_phi.py`, {results})", "",
+    out = [f"# What the 2-D PINN plateau networks compute (`studies/pinn_plateau_phi.py`, {results})", "",
            "phi: the network's output (psi = (|x|^2 - 1) phi); rel(phi, P_k) = ||phi - P_k phi|| / ||phi|| on the "
            f"{Z_test.shape[1]} test points, P_k the least-squares projection onto monomials of total degree <= k. "
            "Per size: median [largest] over the seeds.", "",
@@ -168,7 +168,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results/paper"))
     p.add_argument("--seeds", default=None, help="e.g. 0-2 (default: the spec's)")
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/pinn_plateau_phi.md"))
+    p.add_argument("--out", type=Path, default=Path("studies/results/pinn_plateau_phi.md"))
     a = p.parse_args()
     text = report(a.results, a.seeds)
     a.out.write_text(text, encoding="utf-8")

@@ -1,12 +1,12 @@
 """PINN-GD in 2-D from PyTorch's default start: the J curve, and how far the trained phi is from affine.
 
-Usage: .venv/bin/python benchmarks/pinn_torch_curve.py [--size 3x30] [--seeds 0-2] [--results results/paper]
-           [--out benchmarks/results/pinn_torch_curve_e2d.md]
+Usage: .venv/bin/python studies/pinn_torch_curve.py [--size 3x30] [--seeds 0-2] [--results results/paper]
+           [--out studies/results/pinn_torch_curve_e2d.md]
 
-Reruns, for the chosen seeds, the elliptic-2d PINN run of benchmarks/pinn_ablations.py part (a) (nn.Linear's
+Reruns, for the chosen seeds, the elliptic-2d PINN run of studies/pinn_ablations.py part (a) (nn.Linear's
 default start, the spec's step 1e-2 -> 1e-3, 2000 iterations; its final J beside that file's CSV, made
 with earlier kernels), and prints J every 100 iterations, the first layer's largest pre-activation and the distance of the
-trained phi from the best affine phi on the test set (benchmarks/pinn_plateau_phi.py's measure), beside
+trained phi from the best affine phi on the test set (studies/pinn_plateau_phi.py's measure), beside
 the archived run of the stated start (same seed).  About 20 CPU s per run at (3,30).
 """
 
@@ -56,7 +56,7 @@ def report(results: Path, size: str, seeds_text: str) -> str:
     (L, M), = parse_sizes(size, spec)
     data = experiment_data(spec)
     settings = spec.solvers["pinn"]
-    out = [f"# PINN-GD from PyTorch's default start, {EXPERIMENT} ({L},{M}) (`benchmarks/pinn_torch_curve.py`)", "",
+    out = [f"# PINN-GD from PyTorch's default start, {EXPERIMENT} ({L},{M}) (`studies/pinn_torch_curve.py`)", "",
            f"Step {settings.lr:g} -> {settings.lr_final:g} (the spec's), {spec.iterations} iterations. J every "
            f"{EVERY} iterations; gap to affine: ||phi - P_1 phi|| / ||phi|| on the test set; pre-act.: max "
            "|W_1 x + b_1| there. Stated start: the archived run of the same seed.", ""]
@@ -90,7 +90,7 @@ def main() -> None:
     p.add_argument("--size", default="3x30")
     p.add_argument("--seeds", default="0-2")
     p.add_argument("--results", type=Path, default=Path("results/paper"))
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/pinn_torch_curve_e2d.md"))
+    p.add_argument("--out", type=Path, default=Path("studies/results/pinn_torch_curve_e2d.md"))
     a = p.parse_args()
     text = report(a.results, a.size, a.seeds)
     a.out.write_text(text, encoding="utf-8")

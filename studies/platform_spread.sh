@@ -6,7 +6,7 @@
 #   baseline  NumPy at its baseline only (SSE4.2: no AVX, AVX2, FMA, AVX-512), OpenBLAS Sandybridge
 # Cells: every rfls cell of the paper; PINN elliptic-2d (3,30) and hyperbolic-5d (3,20); LySep
 # elliptic-2d (3,30); all 10 seeds, 2000 iterations.  Then compare with `lysep verify --against`.
-# Usage: benchmarks/platform_spread.sh OUTDIR [EMULATION...]     (about 10 CPU-minutes an emulation)
+# Usage: studies/platform_spread.sh OUTDIR [EMULATION...]     (about 10 CPU-minutes an emulation)
 set -euo pipefail
 out=${1:?usage: platform_spread.sh OUTDIR [avx2 nativeblas baseline]}; shift
 lysep=${LYSEP:-.venv/bin/lysep}

@@ -1,8 +1,8 @@
-"""Summarise benchmarks/platform_spread.sh: each emulated platform's reruns against the archive, per
+"""Summarise studies/platform_spread.sh: each emulated platform's reruns against the archive, per
 solver — the largest per-run relative difference of the final J and l2, the per-run verdict of
 `lysep verify`'s tolerant level (lysep_cli/reports/verify.py: judge), and the cell-level verdicts (cellstats).
 
-    python benchmarks/platform_spread_summary.py SPREAD_DIR [ARCHIVE] > benchmarks/results/platform_spread.txt
+    python studies/platform_spread_summary.py SPREAD_DIR [ARCHIVE] > studies/results/platform_spread.txt
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """rfm against LySep and PINN at equal accuracy (docs/results.md): per experiment and per archived
 (solver, size) of LySep and PINN (results/paper, 2000 iterations, 10 seeds), the cheapest rfm setting of
-benchmarks/results/rfm_study.csv (mean over its 3 seeds) whose mean l2 test error is at most that
+studies/results/rfm_study.csv (mean over its 3 seeds) whose mean l2 test error is at most that
 archived cell's mean l2, with its seconds per run beside the archived cell's.
 
 Seconds of one run, one BLAS thread: the archive's are each record's CPU seconds (its wall seconds where
 it holds none; RunRecord.compute_seconds), recorded when its runs were made (on this project's 2-core
 machines, with other runs beside them); the study's are wall seconds on this machine.
 
-    python benchmarks/rfm_equal_accuracy.py > benchmarks/results/rfm_equal_accuracy.md
+    python studies/rfm_equal_accuracy.py > studies/results/rfm_equal_accuracy.md
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lysep_cli.store import records
 EXPERIMENTS = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
 
 
-def rfm_settings(path: str = "benchmarks/results/rfm_study.csv") -> dict[str, list[tuple[float, int, float, float]]]:
+def rfm_settings(path: str = "studies/results/rfm_study.csv") -> dict[str, list[tuple[float, int, float, float]]]:
     """experiment -> [(sigma, M, mean l2, mean seconds)] over the main grid."""
     acc: dict[tuple[str, float, int], list[tuple[float, float]]] = defaultdict(list)
     with open(path) as f:

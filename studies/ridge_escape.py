@@ -1,6 +1,6 @@
 """LySep's ridge plateau and its escape, sweep by sweep: J, the ridge lambda of the W_L solve, ||W_L||.
 
-Usage: .venv/bin/python benchmarks/ridge_escape.py elliptic-2d --sizes 3x30,3x100 --seed 3 --sweeps 600 --every 25
+Usage: .venv/bin/python studies/ridge_escape.py elliptic-2d --sizes 3x30,3x100 --seed 3 --sweeps 600 --every 25
 
 lambda = P (penalty part of N J_S over ||W_L||^2, solvers/lysep/updates.py) is evaluated after each sweep
 from the state, as the next W_L solve will see it; sqrt(lambda) is the ridge on W_L's coefficients.
@@ -13,7 +13,7 @@ import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy load
 import argparse
 
 import numpy as np
-from lysep_study import load, sweeps
+from common import load, sweeps
 
 from lysep_cli.solvers.lysep.loss import penalty, weights
 from lysep_cli.specs import parse_sizes

@@ -1,7 +1,7 @@
 """Does the archive's stuck seed stay on the ridge plateau for good?  LySep elliptic-2d (3,100) seed 3 to 5000 sweeps.
 
-Usage: .venv/bin/python benchmarks/stay_5000.py [--results results/paper] [--sweeps 5000]
-           [--out benchmarks/results/stay_5000_e2d.txt]
+Usage: .venv/bin/python studies/stay_5000.py [--results results/paper] [--sweeps 5000]
+           [--out studies/results/stay_5000_e2d.txt]
 
 Reruns the archived run (the runner's own ``execute``, the spec's settings, one BLAS thread) for ``--sweeps``
 sweeps instead of 2000, checks that its first 2000 sweeps are the record's bit for bit (J and J_S, every
@@ -39,7 +39,7 @@ def report(results: Path, sweeps: int) -> str:
     at_2000 = records.load_params(npz_path)
     moves = [f"W_{l + 1} {np.linalg.norm(W - W0) / np.linalg.norm(W0):.2e}"
              for l, ((W, _), (W0, _)) in enumerate(zip(params, at_2000))]
-    out = [f"# benchmarks/stay_5000.py: LySep {EXPERIMENT} ({L},{M}) seed {SEED}, {sweeps} sweeps "
+    out = [f"# studies/stay_5000.py: LySep {EXPERIMENT} ({L},{M}) seed {SEED}, {sweeps} sweeps "
            f"(numerics {rec.versions.get('numerics')}, BLAS kernel {rec.versions.get('blas_core')}; "
            f"the record: numerics {archived.versions.get('numerics')}, kernel {archived.versions.get('blas_core')})",
            f"first {n - 1} sweeps bit for bit those of the record: "
@@ -59,7 +59,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", type=Path, default=Path("results/paper"))
     p.add_argument("--sweeps", type=int, default=5000)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/results/stay_5000_e2d.txt"))
+    p.add_argument("--out", type=Path, default=Path("studies/results/stay_5000_e2d.txt"))
     a = p.parse_args()
     text = report(a.results, a.sweeps)
     a.out.write_text(text, encoding="utf-8")

@@ -1,6 +1,6 @@
 """Learning-rate scan for PINN-GD (the evidence behind the `pinn:` settings of experiments.yaml).
 
-Usage: .venv/bin/python benchmarks/tune_pinn.py EXPERIMENT --size 3x30 --iterations 2000 \
+Usage: .venv/bin/python studies/tune_pinn.py EXPERIMENT --size 3x30 --iterations 2000 \
            --lrs 1e-3,3e-3,1e-2 --ratio 0.1 --seeds 0 [--jobs 2] [--out FILE [--append]] [--archive DIR]
 
 For every lr it runs PINN-GD with the exponential schedule lr -> lr * ratio (solvers/pinn.py) from the

@@ -1,5 +1,5 @@
 """The explanations of README and docs/results.md: every file they name exists, and the committed outputs of
-benchmarks/pinn_plateau_phi.py and benchmarks/fit_size.py are what the scripts regenerate from the archive."""
+studies/pinn_plateau_phi.py and studies/fit_size.py are what the scripts regenerate from the archive."""
 
 import lysep_cli  # noqa: F401
 
@@ -17,7 +17,7 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
 def script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "studies" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
@@ -45,9 +45,9 @@ def named_files(text: str) -> set[str]:
 
 
 def resolve(name: str) -> Path | None:
-    """The file a name stands for: a path from the repository root, a bare name under benchmarks/(results/),
+    """The file a name stands for: a path from the repository root, a bare name under studies/(results/),
     or a bare name of a file of the archive's experiments (`summary.md` of a study)."""
-    for base in (ROOT, ROOT / "benchmarks" / "results", ROOT / "benchmarks"):
+    for base in (ROOT, ROOT / "studies" / "results", ROOT / "studies", ROOT / "benchmarks" / "results", ROOT / "benchmarks"):
         if (base / name).exists():
             return base / name
     if "/" not in name:
@@ -58,7 +58,7 @@ def resolve(name: str) -> Path | None:
 @pytest.mark.parametrize("doc", ["README.md", "docs/results.md"])
 def test_every_file_named_exists(doc):
     names = named_files((ROOT / doc).read_text(encoding="utf-8"))
-    assert {"benchmarks/results/fit_size.md", "pinn_plateau_phi.md"} & names or doc == "docs/results.md"
+    assert {"studies/results/fit_size.md", "pinn_plateau_phi.md"} & names or doc == "docs/results.md"
     missing = sorted(n for n in names if resolve(n) is None)
     assert not missing, f"{doc} names files that do not exist: {missing}"
 
@@ -66,10 +66,10 @@ def test_every_file_named_exists(doc):
 def test_the_new_explanations_are_named():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     results = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
-    for name in ("benchmarks/results/fit_size.md", "pinn_plateau_phi.md", "pinn_ablations.md"):
+    for name in ("studies/results/fit_size.md", "pinn_plateau_phi.md", "pinn_ablations.md"):
         assert name in readme
-    for name in ("benchmarks/results/pinn_plateau_phi.md", "benchmarks/results/fit_size.md",
-                 "benchmarks/results/stay_5000_e2d.txt", "benchmarks/results/pinn_torch_curve_e2d.md"):
+    for name in ("studies/results/pinn_plateau_phi.md", "studies/results/fit_size.md",
+                 "studies/results/stay_5000_e2d.txt", "studies/results/pinn_torch_curve_e2d.md"):
         assert name in results
     assert results.count("unmeasured (no committed file)") >= 2
 
@@ -86,12 +86,12 @@ def same_up_to_round_off(committed: str, regenerated: str, rel: float = 0.1) -> 
 
 
 def test_plateau_file_is_what_the_script_gives(plateau):
-    committed = (ROOT / "benchmarks" / "results" / "pinn_plateau_phi.md").read_text(encoding="utf-8")
+    committed = (ROOT / "studies" / "results" / "pinn_plateau_phi.md").read_text(encoding="utf-8")
     same_up_to_round_off(committed, plateau.report(ARCHIVE, None).replace(str(ARCHIVE), "results/paper"))
 
 
 def test_fit_size_rows_are_what_the_script_gives(fit_size):
-    committed = (ROOT / "benchmarks" / "results" / "fit_size.md").read_text(encoding="utf-8").splitlines()
+    committed = (ROOT / "studies" / "results" / "fit_size.md").read_text(encoding="utf-8").splitlines()
     regenerated = fit_size.report(ARCHIVE, ("elliptic-2d",), 3, None).splitlines()
     rows = [r for r in regenerated if r.startswith("| elliptic-2d")]
     assert len(rows) == 13  # PINN, LySep, rfls at four sizes, rfm at one
@@ -128,7 +128,7 @@ def test_one_ulp_draws_move_every_entry_by_one_ulp(fit_size):
 
 
 def test_stay_5000_runs_and_its_file_says_it_stayed():
-    text = (ROOT / "benchmarks" / "results" / "stay_5000_e2d.txt").read_text(encoding="utf-8")
+    text = (ROOT / "studies" / "results" / "stay_5000_e2d.txt").read_text(encoding="utf-8")
     assert "bit for bit those of the record: J yes, J_S yes" in text
     assert "first sweep with J < 1e-6: none" in text
     short = script("stay_5000").report(ARCHIVE, 3)  # the rerun's first sweeps are the record's

@@ -1,4 +1,4 @@
-"""benchmarks/pinn_ablations.py: the PyTorch-default start, the run plan and resuming (no long runs)."""
+"""studies/pinn_ablations.py: the PyTorch-default start, the run plan and resuming (no long runs)."""
 
 import lysep_cli  # noqa: F401
 
@@ -11,7 +11,7 @@ import pytest
 from lysep_cli.numerics import network
 from lysep_cli.specs import default_config, load_specs
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "pinn_ablations.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "studies" / "pinn_ablations.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""benchmarks/pinn_curvature.py: the replay equals pinn.solve and the difference Hessian is J's (tiny net)."""
+"""studies/pinn_curvature.py: the replay equals pinn.solve and the difference Hessian is J's (tiny net)."""
 
 import lysep_cli  # noqa: F401
 
@@ -13,7 +13,7 @@ from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.solvers import pinn
 from lysep_cli.specs import default_config, load_specs
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "pinn_curvature.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "studies" / "pinn_curvature.py"
 
 
 @pytest.fixture(scope="module")

@@ -99,7 +99,8 @@ def _first_import_line(tree: "ast.Module", names: set[str]) -> int | None:
     return min(lines) if lines else None
 
 
-@pytest.mark.parametrize("script", sorted((ROOT / "benchmarks").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("script", sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "studies").glob("*.py")]),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_benchmarks_import_lysep_before_numpy(script):
     """A script that loads NumPy before lysep_cli runs OpenBLAS's native kernel, not the pinned one,
     so its numbers need not match the archive's (the pin only acts before NumPy loads)."""

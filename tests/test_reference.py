@@ -6,7 +6,7 @@ The channel engine and LySep's line models must not change the numbers beyond ro
 - four iterations agree to 1e-12 for every solver, LySep with direct trials included;
 - LySep (direct trials, the default) agrees to 1e-12 after four sweeps (test_lysep_direct_trials_...);
   the tolerance of the general test is 1e-8 for LySep so that it also held with the line models
-  (now benchmarks/lysep_line_models.py, docs/engine.md): the W_3 least-squares
+  (removed; in git history at e051f82 as benchmarks/lysep_line_models.py; docs/engine.md): the W_3 least-squares
   solve of each sweep is ill-conditioned, so round-off-level differences in the trial evaluations grow
   from sweep to sweep (docs/engine.md measures this over long runs).  With the paper's fixed step
   (tau = 1e-4 here, which diverges: J goes 0.4 -> 21 in three sweeps) they grow to 1e-5 in four sweeps;

@@ -19,7 +19,7 @@ it, so the bound on r is the second half of the rule.  The rule is made for the 
 sides (a rerun, or another archive of the same seeds), where round-off moves each seed by 1e-4 or less;
 between different seeds of one cell the geometric means of 5 seeds can differ by more than 2x.  Its
 power and false-alarm rate are measured in docs/reproducibility.md
-(benchmarks/cellstats_power.py).
+(studies/cellstats_power.py).
 """
 
 from __future__ import annotations

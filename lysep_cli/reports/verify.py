@@ -56,7 +56,7 @@ from lysep_cli.store.schema import RunRecord
 
 EPS = float(np.finfo(np.float64).eps)
 #: the least per-run tolerance (4.5e5 ulps): PINN's reruns on other kernels differ by 1.3e-14 at most, the
-#: first entries of pinn-lm's by 3e-12 (measured: benchmarks/results/platform_spread.txt)
+#: first entries of pinn-lm's by 3e-12 (measured: studies/results/platform_spread.txt)
 TOL_FLOOR = 1e-10
 #: above this kappa * eps a per-run comparison is meaningless: the cell level judges
 TOL_CAP = 1e-2
