@@ -27,6 +27,9 @@
 #                         ACCEPT=EXP:SOLVER:LxM,... names cells known to differ (docs/archive.md)
 #   make compact          rewrite older (schema-2) records of RESULTS with their histories in the NPZ
 #                         (same numbers, ~60 % fewer bytes; records already compact are untouched)
+#   make studies          the studies behind docs/results.md and the README (studies/run.py): the cheap ones
+#                         (seconds each, from the archive) into studies/results/; STUDIES="a b" runs those
+#                         in full instead (long ones say their cost first; those with a CSV resume)
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
@@ -62,7 +65,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: regenerate adopt-regen install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
+.PHONY: studies regenerate adopt-regen install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
 
 # LySep's fixed-tau study (docs/lysep.md): experiment:sizes, in two chains run side by side
 # (experiment:size[:grid]; the second sizes of 5-D and 10-D run a reduced grid: at (3,20) every tau <= 1e-8
@@ -157,6 +160,17 @@ fixed-tau: install
 	@($(call FIXED_TAU_STUDY,$(FIXED_TAU_CHAIN_1))) & pid=$$!; \
 	($(call FIXED_TAU_STUDY,$(FIXED_TAU_CHAIN_2))) || status=$$?; \
 	wait $$pid || status=$$?; exit $${status:-0}
+
+# every study of studies/ (studies/run.py holds each one's commands, files, cost and claim)
+STUDIES_CHEAP := archive_facts pinn_plateau_phi fit_size b3_spread frozen_bias cellstats_power rfm_equal_accuracy
+STUDIES_LONG := rfm_study lstsq_basic pinn_ablations pinn_torch_curve pinn_curvature tune_pinn stay_5000 \
+	ridge_escape escape_study escape_sweeps depth_stall js_breakdown lysep_variants baselines platform_spread_summary
+STUDIES ?=
+
+studies: install
+	@echo "studies: $(if $(STUDIES),$(STUDIES),cheap: $(STUDIES_CHEAP); and the summaries of the long ones)"
+	@echo "long (make studies STUDIES=NAME; python studies/run.py --list for their cost): $(STUDIES_LONG)"
+	"$(BIN)/python" studies/run.py $(STUDIES)
 
 docs: install
 	"$(BIN)/python" docs/refresh.py --results "$(RESULTS)"
