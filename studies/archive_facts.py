@@ -8,6 +8,12 @@ paper's (and the paper's std against ours); for LySep also J_S, J_S / J, J after
 solve relative to the final J, the hidden weights' relative movement ||W_l - W_l^0|| / ||W_l^0||, the
 first sweep with J < 1e-6 (2-D) and the bound check; for PINN the hidden weights' movement from the saved
 weights.  Nothing is rerun: seconds.
+
+Backs: README headline; docs/results.md 'Disagreements with the paper, explained' (every per-cell
+    figure).
+Regenerate: make studies STUDIES=archive_facts; cheap, part of plain `make studies` ->
+    studies/results/archive_facts.md (studies/run.py holds the commands).
+Cost: ~3 CPU s.
 """
 
 from __future__ import annotations

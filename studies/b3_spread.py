@@ -6,6 +6,11 @@ For each archived LySep run of the cell it prints b_3 at the start (the seed's),
 weights) and at the joint [W_3, b_3] least-squares optimum (one LySep sweep with `w3_b3: joint` from the
 same start), the archived J, the joint J and J / (b_3^0 - b_3^*)^2; then the correlation of log J with
 log (b_3^0 - b_3^*)^2 over the seeds.  Output of 2026-11-26: studies/results/b3_spread_e10d_20.txt.
+
+Backs: docs/results.md (c): 10-D (3,20) LySep's seed spread is the seeded b_3.
+Regenerate: make studies STUDIES=b3_spread; cheap, part of plain `make studies` ->
+    studies/results/b3_spread_e10d_20.txt (studies/run.py holds the commands).
+Cost: ~3 CPU s.
 """
 import lysep_cli  # noqa: F401  (first: the BLAS kernel pin, before NumPy)
 

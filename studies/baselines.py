@@ -10,6 +10,11 @@ extra) to --out; --table prints mean +- std per (experiment, size, solver) from 
 
     python studies/baselines.py --experiment elliptic-2d --solver rfls --sizes 3,50 --seeds 0-9
     python studies/baselines.py --table --out studies/results/baselines.jsonl
+
+Backs: docs/baselines.md 'Measured results': the baselines before the archive (10-D pinn-lm among them).
+Regenerate: make studies STUDIES=baselines -> studies/results/baselines.jsonl, baselines10.jsonl,
+    baselines_table.md (studies/run.py holds the commands).
+Cost: hours for every row (docs/baselines.md 'Reproducing' lists the commands).
 """
 
 from __future__ import annotations

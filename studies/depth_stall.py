@@ -10,6 +10,11 @@ W_L, b_L replaced by the unregularised least-squares output layer on the *curren
 the output solve would give at lambda = 0), the largest step size t over the gradient blocks, and
 ||W_L||.  If J_LS is far below J while the steps have collapsed, the run is held by lambda, i.e. by the
 constraint violations its auxiliary variables froze with, not by its features.
+
+Backs: docs/lysep-depth.md (elliptic-2d-depth): two (5,50) seeds stop half-way down from the ridge fit.
+Regenerate: make studies STUDIES=depth_stall -> studies/results/depth_stall_e2d_5x50.txt (studies/run.py
+    holds the commands).
+Cost: ~5 CPU-minutes.
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ ridge phase, docs/results.md (b); -1: never within the run) and the final J and 
 Used for the back-off (docs/engine.md): A = the archive (results/paper), B = the same runs made with
 `backoff_max: 16` (`lysep run elliptic-2d --solver lysep --config FILE --results B_DIR`, FILE =
 experiments.yaml with `backoff_max: 16` in LySep's settings).
+
+Backs: docs/results.md (b), docs/engine.md, docs/archive.md: escape sweeps of two archives side by side.
+Regenerate: not run by make studies: its inputs are a second archive (results/regen, or one made with
+    backoff_max: 16) not committed -> studies/results/regen_escape_e2d.txt, backoff_escape_e2d.txt
+    (studies/run.py holds the commands).
+Cost: seconds.
 """
 
 from __future__ import annotations

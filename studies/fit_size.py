@@ -13,6 +13,11 @@ double) over J and l2.  J is recomputed from the
 weights as the runner computes it (``network.pinn_pass``); "J = record" counts the runs where that gives
 the record's final J bit for bit.  Per cell: median and largest over the seeds.  Nothing is retrained:
 about a minute on one core for the whole archive.
+
+Backs: README headline; docs/results.md 'The size of the fits': 2-D fits are fragile (one ulp of W_L).
+Regenerate: make studies STUDIES=fit_size; cheap, part of plain `make studies` ->
+    studies/results/fit_size.md (studies/run.py holds the commands).
+Cost: ~35 CPU s.
 """
 
 from __future__ import annotations

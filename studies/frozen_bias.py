@@ -8,6 +8,12 @@ least squares for W_L with b_L held at its seeded value ("frozen b_L"), and J of
 [W_L, b_L] ("joint"). Where the archive under --results holds that LySep run, it prints the run's J after
 sweep 1 and its final J beside them (docs/results.md (c)). Each size ends with the means over the seeds.
 Cheap: seconds per size, no training.
+
+Backs: README headline; docs/results.md (c), docs/lysep-depth.md: 10-D LySep's J is a W_L solve with b_L
+    frozen.
+Regenerate: make studies STUDIES=frozen_bias; cheap, part of plain `make studies` ->
+    studies/results/frozen_bias_e10d.txt, frozen_bias_e10d_depth.txt (studies/run.py holds the commands).
+Cost: ~15 CPU s.
 """
 
 from __future__ import annotations

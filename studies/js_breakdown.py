@@ -9,6 +9,11 @@ fit (1/N)||r||^2, the penalty (1/N)||W_L||^2 sum_c <rho_c, E_c> split by constra
 q2 at L = 3), and "J_S lambda-read": J_S with the d_1 weights of the W_3 system's lambda as the paper
 prints it (without the |K-hat|_inf^2 factor on the (omega_2 + omega_3)||W_1(:, i) 1^T - d_1i||^2 term;
 docs/paper-notes.md), in case the paper's J_S was computed from that lambda.
+
+Backs: docs/results.md (g): where LySep's J_S sits below J.
+Regenerate: make studies STUDIES=js_breakdown -> studies/results/js_breakdown.txt, js_breakdown_e10d.txt
+    (studies/run.py holds the commands).
+Cost: ~10 CPU-minutes (the files' headers list every command they hold).
 """
 
 from __future__ import annotations

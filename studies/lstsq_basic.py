@@ -31,6 +31,11 @@ Run (repository root, one process; about 40-60 minutes of one core, LySep domina
     .venv/bin/python studies/lstsq_basic.py --solvers rfls                # rfls only (a minute)
     .venv/bin/python studies/lstsq_basic.py --solvers lysep --iterations 20 --out /tmp/lstsq_check
     .venv/bin/python studies/lstsq_basic.py --report-only                 # the .md from the CSV
+
+Backs: docs/lysep.md and docs/baselines.md 'lstsq: basic': Matlab's backslash against min-norm.
+Regenerate: make studies STUDIES=lstsq_basic (its summary alone: plain `make studies`) ->
+    studies/results/lstsq_basic.csv, lstsq_basic.md (studies/run.py holds the commands).
+Cost: 40-60 CPU-minutes; resumes after an interruption.
 """
 
 from __future__ import annotations

@@ -3,6 +3,11 @@
     python studies/lysep_variants.py elliptic-10d 50 --seeds 0,1,2 --iterations 200
 
 Prints mean ± sample std (N − 1) over seeds of J, l2, J after the first W_3 solve, ||W_3||, and how far W_1, W_2 moved.
+
+Backs: docs/lysep.md 'Variants': weight treatment, W_3/b_3 solve, step rule side by side.
+Regenerate: make studies STUDIES=lysep_variants -> studies/results/lysep_variants.txt (studies/run.py
+    holds the commands).
+Cost: ~5 CPU-minutes (the file's header lists both commands).
 """
 
 from __future__ import annotations

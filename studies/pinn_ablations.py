@@ -34,6 +34,11 @@ Baselines at the spec's own settings are read from results/paper/<experiment>/pi
 not recomputed.  Every cell is mean +- sample std (ddof = 1) over the seeds whose run stayed finite.
 Each run: one BLAS thread (threadpoolctl), the runner's J (network.pinn_loss) and relative l2
 (metrics.relative_l2 on the experiment's test set).
+
+Backs: README headline; docs/results.md (a), (e): PINN-GD ablations (PyTorch's init, steps, iterations).
+Regenerate: make studies STUDIES=pinn_ablations (its summary alone: plain `make studies`) ->
+    studies/results/pinn_ablations.csv, pinn_ablations.md (studies/run.py holds the commands).
+Cost: about 10 CPU-hours (7 parts, cheapest first); resumes after an interruption.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ default start, the spec's step 1e-2 -> 1e-3, 2000 iterations; its final J beside
 with earlier kernels), and prints J every 100 iterations, the first layer's largest pre-activation and the distance of the
 trained phi from the best affine phi on the test set (studies/pinn_plateau_phi.py's measure), beside
 the archived run of the stated start (same seed).  About 20 CPU s per run at (3,30).
+
+Backs: README headline; docs/results.md (a): PINN's J curve from PyTorch's default start.
+Regenerate: make studies STUDIES=pinn_torch_curve -> studies/results/pinn_torch_curve_e2d.md
+    (studies/run.py holds the commands).
+Cost: ~1 CPU-minute.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ it holds none; RunRecord.compute_seconds), recorded when its runs were made (on 
 machines, with other runs beside them); the study's are wall seconds on this machine.
 
     python studies/rfm_equal_accuracy.py > studies/results/rfm_equal_accuracy.md
+
+Backs: docs/results.md 'LySep against the one-shot least-squares methods': rfm at equal accuracy.
+Regenerate: make studies STUDIES=rfm_equal_accuracy; cheap, part of plain `make studies` ->
+    studies/results/rfm_equal_accuracy.md (studies/run.py holds the commands).
+Cost: ~1 CPU s.
 """
 
 from __future__ import annotations

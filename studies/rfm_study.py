@@ -34,6 +34,12 @@ Run (from the repository root, one process; about 20-30 minutes on one core):
     .venv/bin/python studies/rfm_study.py --experiments elliptic-2d   # some experiments (others
                                                                   # kept from an existing CSV)
     .venv/bin/python studies/rfm_study.py --report-only        # .md and figures from the CSV
+
+Backs: docs/results.md and docs/baselines.md 'rfm': accuracy and cost over (sigma, M), the default.
+Regenerate: make studies STUDIES=rfm_study -> studies/results/rfm_study.csv, rfm_study.md,
+    rfm_study_elliptic-2d.png, rfm_study_elliptic-10d.png, rfm_study_parabolic-5d.png,
+    rfm_study_hyperbolic-5d.png (studies/run.py holds the commands).
+Cost: 20-30 CPU-minutes (writes studies/results/ only).
 """
 
 from __future__ import annotations
