@@ -129,3 +129,23 @@ def test_run_refuses_an_unknown_study(tmp_path):
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_package_never_imports_the_evidence():
+    """studies/ and benchmarks/ import lysep_cli; lysep_cli imports neither, and neither imports the other."""
+    def imports(path: Path) -> set[str]:
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                out.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Import):
+                out |= {a.name.split(".")[0] for a in node.names}
+        return out
+    studies = {p.stem for p in (ROOT / "studies").glob("*.py")}
+    benchmarks = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
+    for path in (ROOT / "lysep_cli").rglob("*.py"):
+        assert not imports(path) & (studies | benchmarks | {"studies", "benchmarks"}), path
+    for path in (ROOT / "studies").glob("*.py"):
+        assert not imports(path) & (benchmarks - studies), path
+    for path in (ROOT / "benchmarks").glob("*.py"):
+        assert not imports(path) & (studies - benchmarks), path
