@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from lysep_cli.reports.depth import hidden_moves
 from lysep_cli.reports.selection import published_frame, published_row
 from lysep_cli.specs import default_config, load_specs
 from lysep_cli.store import records
+from common import report_parser, write_report
 
 EXPERIMENTS = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
 SOLVERS = ("pinn", "lysep", "rfls")  # rfm: at its own default size, after each experiment
@@ -154,13 +154,8 @@ def r_n_in(rec) -> int:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--results", type=Path, default=Path("results/paper"))
-    p.add_argument("--out", type=Path, default=Path("studies/results/archive_facts.md"))
-    args = p.parse_args()
-    text = facts(args.results)
-    args.out.write_text(text, encoding="utf-8")
-    print(args.out)
+    args = report_parser(__doc__, "studies/results/archive_facts.md").parse_args()
+    write_report(facts(args.results), args.out)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The set-up the LySep study scripts share (depth_stall, js_breakdown, ridge_escape).
+"""What the studies share: the archive's finished runs of a cell, a report's command line and its writing,
+and the LySep set-up of depth_stall, js_breakdown and ridge_escape.
 
 An experiment's training data in LySep's form with its spec's LySep settings, and a seeded LySep run
 stepped one sweep at a time under the runner's conditions (one BLAS thread, floating-point warnings off,
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
+import argparse
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Optional
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -20,6 +23,35 @@ from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.solvers.lysep.algorithm import LySepIteration, Settings
 from lysep_cli.solvers.lysep.loss import LySepData
 from lysep_cli.specs import ExperimentSpec, default_config, load_specs
+from lysep_cli.store import records
+from lysep_cli.store.schema import RunRecord
+
+
+def finished_runs(results: Path, spec: ExperimentSpec, solver: str, L: int, M: int,
+                  seeds: Iterable[int]) -> Iterator[tuple[int, RunRecord, Path]]:
+    """(seed, record, weights file) of every archived run of the cell among ``seeds`` that finished (status
+    ok) with the spec's iterations (any count for the one-solve baselines rfls and rfm)."""
+    for seed in seeds:
+        json_path, npz_path = records.record_paths(results, spec.name, solver, L, M, seed)
+        if not json_path.exists():
+            continue
+        rec = records.read_record(json_path)
+        if rec.status == "ok" and (solver in ("rfls", "rfm") or rec.iterations == spec.iterations):
+            yield seed, rec, npz_path
+
+
+def report_parser(doc: str, out: str) -> argparse.ArgumentParser:
+    """A report's command line: ``--results`` (default results/paper) and ``--out`` (default ``out``)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--results", type=Path, default=Path("results/paper"))
+    p.add_argument("--out", type=Path, default=Path(out))
+    return p
+
+
+def write_report(text: str, out: Path) -> None:
+    """Write a report's text to ``out`` and print it."""
+    out.write_text(text, encoding="utf-8")
+    print(text, end="")
 
 
 @dataclass

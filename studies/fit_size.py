@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.metrics import relative_l2
 from lysep_cli.specs import default_config, load_specs, parse_seeds
 from lysep_cli.store import records
+from common import finished_runs, report_parser, write_report
 
 EXPERIMENTS = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
 SOLVERS = ("pinn", "lysep", "rfls", "rfm")
@@ -96,13 +96,7 @@ def cell_sizes(results: Path, spec, solver: str, L: int, M: int, draws: int, see
     problem = problem_of(spec)
     Z_train, Z_test = records.load_data(results, spec.name)
     out = []
-    for seed in seeds:
-        json_path, npz_path = records.record_paths(results, spec.name, solver, L, M, seed)
-        if not json_path.exists():
-            continue
-        rec = records.read_record(json_path)
-        if rec.status != "ok" or (solver in ("pinn", "lysep") and rec.iterations != spec.iterations):
-            continue
+    for seed, rec, npz_path in finished_runs(results, spec, solver, L, M, seeds):
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
             out.append(run_size(records.load_params(npz_path), problem, Z_train, Z_test, rec.final.J, draws, seed))
     return out
@@ -145,16 +139,12 @@ def report(results: Path, experiments: tuple[str, ...], draws: int, seeds_text: 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--results", type=Path, default=Path("results/paper"))
+    p = report_parser(__doc__, "studies/results/fit_size.md")
     p.add_argument("--experiments", default=",".join(EXPERIMENTS))
     p.add_argument("--seeds", default=None, help="e.g. 0-2 (default: the spec's)")
     p.add_argument("--draws", type=int, default=3)
-    p.add_argument("--out", type=Path, default=Path("studies/results/fit_size.md"))
     a = p.parse_args()
-    text = report(a.results, tuple(a.experiments.split(",")), a.draws, a.seeds)
-    a.out.write_text(text, encoding="utf-8")
-    print(a.out)
+    write_report(report(a.results, tuple(a.experiments.split(",")), a.draws, a.seeds), a.out)
 
 
 if __name__ == "__main__":

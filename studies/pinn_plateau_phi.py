@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
-import argparse
 from itertools import combinations_with_replacement
 from pathlib import Path
 
@@ -39,6 +38,7 @@ from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import problem_of
 from lysep_cli.specs import default_config, load_specs, parse_seeds
 from lysep_cli.store import records
+from common import finished_runs, report_parser, write_report
 
 EXPERIMENT = "elliptic-2d"
 EXPERIMENTS = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
@@ -145,13 +145,7 @@ def report(results: Path, seeds_text: str | None) -> str:
         rows: dict[str, list[list[float]]] = {"trained": [], "start, stated init": [], "start, PyTorch init": []}
         pre: dict[str, list[float]] = {k: [] for k in rows}
         Js = []
-        for seed in seeds:
-            json_path, npz_path = records.record_paths(results, EXPERIMENT, "pinn", L, M, seed)
-            if not json_path.exists():
-                continue
-            rec = records.read_record(json_path)
-            if rec.status != "ok" or rec.iterations != spec.iterations:
-                continue
+        for seed, rec, npz_path in finished_runs(results, spec, "pinn", L, M, seeds):
             Js.append(rec.final.J)
             start = network.init_params(problem.n_in, L, M, seed)
             nets = {"trained": records.load_params(npz_path), "start, stated init": start,
@@ -170,14 +164,10 @@ def report(results: Path, seeds_text: str | None) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--results", type=Path, default=Path("results/paper"))
+    p = report_parser(__doc__, "studies/results/pinn_plateau_phi.md")
     p.add_argument("--seeds", default=None, help="e.g. 0-2 (default: the spec's)")
-    p.add_argument("--out", type=Path, default=Path("studies/results/pinn_plateau_phi.md"))
     a = p.parse_args()
-    text = report(a.results, a.seeds)
-    a.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    write_report(report(a.results, a.seeds), a.out)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
-import argparse
 import csv
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.solvers import solver_def
 from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 from lysep_cli.store import records
+from common import report_parser, write_report
 from pinn_ablations import initial
 from pinn_plateau_phi import projection_error
 
@@ -91,15 +91,11 @@ def report(results: Path, size: str, seeds_text: str) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = report_parser(__doc__, "studies/results/pinn_torch_curve_e2d.md")
     p.add_argument("--size", default="3x30")
     p.add_argument("--seeds", default="0-2")
-    p.add_argument("--results", type=Path, default=Path("results/paper"))
-    p.add_argument("--out", type=Path, default=Path("studies/results/pinn_torch_curve_e2d.md"))
     a = p.parse_args()
-    text = report(a.results, a.size, a.seeds)
-    a.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    write_report(report(a.results, a.size, a.seeds), a.out)
 
 
 if __name__ == "__main__":

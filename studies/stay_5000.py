@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import lysep_cli  # noqa: F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from lysep_cli.execution.runner import RunKey, execute
 from lysep_cli.specs import default_config, load_specs
 from lysep_cli.store import records
+from common import report_parser, write_report
 
 EXPERIMENT, L, M, SEED = "elliptic-2d", 3, 100, 3
 
@@ -61,14 +61,10 @@ def report(results: Path, sweeps: int) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--results", type=Path, default=Path("results/paper"))
+    p = report_parser(__doc__, "studies/results/stay_5000_e2d.txt")
     p.add_argument("--sweeps", type=int, default=5000)
-    p.add_argument("--out", type=Path, default=Path("studies/results/stay_5000_e2d.txt"))
     a = p.parse_args()
-    text = report(a.results, a.sweeps)
-    a.out.write_text(text, encoding="utf-8")
-    print(text, end="")
+    write_report(report(a.results, a.sweeps), a.out)
 
 
 if __name__ == "__main__":

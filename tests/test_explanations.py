@@ -17,6 +17,8 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
 
 
 def script(name: str):
+    if str(ROOT / "studies") not in sys.path:
+        sys.path.insert(0, str(ROOT / "studies"))  # a study imports studies/common.py as its scripts do
     spec = importlib.util.spec_from_file_location(name, ROOT / "studies" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # dataclasses look their module up there
