@@ -31,10 +31,8 @@ def _load_run():
 
 RUN = _load_run()
 STUDIES = RUN.STUDIES
-# cheap studies whose committed file predates the archive's regeneration (records remade with today's
-# kernels): a rerun differs from it in at most this many lines (round-off digits; None: not compared).
-# Refreshing them changes figures the docs quote: not part of moving them (issue 41: no numeric change).
-DRIFTED = {"frozen_bias": 3, "pinn_ablations": 2, "cellstats_power": None}
+# Study.drift: cheap studies whose committed file predates the archive's regeneration (records remade
+# with today's kernels). Refreshing them changes figures the docs quote: not part of moving them.
 SLOW = {"fit_size"}  # ~35 CPU s; tests/test_explanations.py checks its output against the archive
 
 
@@ -116,11 +114,12 @@ def test_cheap_study_reruns_to_the_committed_file(name, tmp_path):
     for out in written:
         new = (tmp_path / out).read_text(encoding="utf-8").splitlines()
         old = (RESULTS / out).read_text(encoding="utf-8").splitlines()
-        if name not in DRIFTED:
+        drift = STUDIES[name].drift
+        if drift == 0:
             assert new == old, out
-        elif DRIFTED[name] is not None:
+        elif drift is not None:
             assert len(new) == len(old), out
-            assert sum(a != b for a, b in zip(new, old)) <= DRIFTED[name], out
+            assert sum(a != b for a, b in zip(new, old)) <= drift, out
 
 
 def test_run_refuses_an_unknown_study(tmp_path):
