@@ -29,7 +29,7 @@ from lysep_cli.execution import stopping, workers
 from lysep_cli.execution.memory import tune_malloc
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, relative_l2
+from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, loss, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.sincos import numba_for_run
 from lysep_cli.solvers import solver_def
@@ -115,7 +115,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         wall_before, cpu_before = result.diagnostics.get("seconds_before_resume", (0.0, 0.0))
         seconds, cpu_seconds = seconds + wall_before, cpu_seconds + cpu_before  # a resumed run: all its parts
-        J = network.pinn_loss(result.params, train.Z, train.coef, train.Y)
+        J = loss(result.params, train.Z, train.coef, train.Y)
         l2 = relative_l2(problem, result.params, Z_test=data.Z_test)
 
     status, message, diverged_at = result.status, result.message, result.diverged_at
@@ -180,7 +180,7 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str],
     for solver in solvers:
         want = expected(spec, solver, iterations, sha)
         for L, M in (sizes[solver] if isinstance(sizes, dict) else sizes):
-            for seed in seeds:
+            for seed in seeds_of(solver, seeds):
                 key = RunKey(solver, L, M, seed)
                 json_path, _ = records.record_paths(results_dir, spec.name, solver, L, M, seed)
                 if not json_path.exists():
@@ -212,6 +212,12 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str],
                 plan.todo.remove(key)
                 plan.copies.append((key, source))
     return plan
+
+
+def seeds_of(solver: str, seeds: list[int] | tuple[int, ...]) -> list[int]:
+    """The seeds ``solver`` is run with: ``seeds``, or the first of them for a solver whose run does not depend
+    on the seed (``Capabilities.seed_free``: poly)."""
+    return list(seeds[:1]) if solver_def(solver).capabilities.seed_free else list(seeds)
 
 
 def identical_run(results_dir: str | Path, experiment: str, key: RunKey, want: Expected) -> Path | None:

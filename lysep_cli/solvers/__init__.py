@@ -16,6 +16,7 @@ SOLVERS: dict[str, str] = {
     "lysep": "lysep_cli.solvers.lysep.algorithm",
     "rfls": "lysep_cli.solvers.rfls",
     "rfm": "lysep_cli.solvers.rfm",
+    "poly": "lysep_cli.solvers.poly",
     "pinn-adam": "lysep_cli.solvers.adam",
     "pinn-lbfgs": "lysep_cli.solvers.lbfgs",
     "pinn-lm": "lysep_cli.solvers.lm",

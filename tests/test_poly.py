@@ -1,0 +1,143 @@
+"""The polynomial baseline (poly): monomials and their derivatives against finite differences, the fit
+against a problem whose exact u is B * a polynomial (recovered to round-off), the N/4 rule through the
+command line, one seed-free run per cell, and `lysep verify --weights` on its saved coefficients."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.cli import app
+from lysep_cli.numerics import polynomial
+from lysep_cli.numerics.dataset import TrainingData
+from lysep_cli.numerics.metrics import loss, relative_l2
+from lysep_cli.numerics.problems import make_problem
+from lysep_cli.numerics.sampling import train_test_points
+from lysep_cli.solvers import solver_def
+from lysep_cli.solvers.poly import Settings
+from lysep_cli.specs import BadInput, load_specs
+
+from foundation_helpers import write_tiny
+
+cli = CliRunner()
+
+
+def test_exponents_are_every_monomial_of_total_degree_at_most_k():
+    for n_in, k in [(1, 4), (2, 3), (3, 2), (6, 3), (11, 2)]:
+        E = polynomial.exponents(n_in, k)
+        assert E.shape == (comb(n_in + k, k), n_in) == (polynomial.n_monomials(n_in, k), n_in)
+        assert E.min() >= 0 and E.sum(axis=1).max() == k
+        assert len({tuple(r) for r in E}) == len(E)  # no monomial twice
+
+
+def test_monomial_derivatives_match_central_differences():
+    rng = np.random.default_rng(0)
+    E = polynomial.exponents(3, 4)
+    Z = rng.uniform(-1, 1, (3, 7))
+    Z[1, 2] = 0.0  # a zero coordinate: the products skip the factor, never divide by it
+    m, md, mdd = polynomial.derivatives(E, Z)
+    direct = np.prod(Z[None, :, :] ** E[:, :, None], axis=1)
+    np.testing.assert_allclose(m, direct, rtol=1e-13, atol=1e-15)
+    h = 1e-5
+    for j in range(3):
+        step = np.zeros((3, 1))
+        step[j] = h
+        up, down = polynomial.derivatives(E, Z + step)[0], polynomial.derivatives(E, Z - step)[0]
+        np.testing.assert_allclose(md[:, j], (up - down) / (2 * h), atol=1e-8)
+        np.testing.assert_allclose(mdd[:, j], (up - 2 * m + down) / h ** 2, atol=2e-4)
+
+
+def test_residual_columns_are_the_operator_applied_to_each_monomial():
+    """A[:, p] = K m_p + sum_j K1_j d_j m_p + sum_j K2_j d_jj m_p, checked one column at a time."""
+    problem = make_problem("parabolic", 2)
+    Z, _ = train_test_points(30, 4, 2, True)
+    coef = problem.coefficients(Z)
+    E = polynomial.exponents(3, 3)
+    A = polynomial.residual_columns(E, Z, coef)
+    m, md, mdd = polynomial.derivatives(E, Z)
+    for p in (0, 5, len(E) - 1):
+        want = coef.K * m[p] + (coef.K1 * md[p]).sum(0) + (coef.K2 * mdd[p]).sum(0)
+        np.testing.assert_allclose(A[:, p], want, rtol=1e-12, atol=1e-14)
+
+
+def test_poly_of_a_smooth_problem_falls_with_the_degree_and_ignores_the_seed():
+    problem = make_problem("elliptic", 2, "exp-sin")
+    Z, Z_test = train_test_points(400, 100, 2, False)
+    data = TrainingData.build(problem, Z)
+    solve = solver_def("poly").solve
+    Js = [solve(problem, data, [], {"degree": k}, 1).history["J"][-1] for k in (1, 3, 5)]
+    assert Js[0] > 10 * Js[1] > 100 * Js[2]
+    res = solve(problem, data, [], {"degree": 5}, 1)
+    assert res.history["J"][-1] == pytest.approx(loss(res.params, Z, data.coef, data.Y), rel=1e-12)
+    assert res.diagnostics["n_columns"] == 21 and res.diagnostics["rank"] == 21
+    assert relative_l2(problem, res.params, Z_test) < 0.01
+
+
+POLY_YAML = """\
+problems:
+  cubic-2d:
+    pde: elliptic
+    d: 2
+    c: "2 + x1"
+    u: "(x1**2 + x2**2 - 1) * (1 + x1 * x2 - 3 * x2**3 + x1**2 * x2)"
+experiments:
+  cubic-2d:
+    problem: cubic-2d
+    sizes: [[3, 6]]
+    n_train: 80
+    n_test: 40
+    iterations: 5
+    seeds: [0, 1, 2]
+    solvers:
+      poly: {degree: DEGREE, sizes: [[2, SIZE]]}
+"""
+
+
+def _config(tmp_path, degree: int, size: int):
+    return write_tiny(tmp_path, POLY_YAML.replace("DEGREE", str(degree)).replace("SIZE", str(size)))
+
+
+def test_exact_polynomial_recovered_to_round_off_one_run_and_its_coefficients_re_evaluated(tmp_path):
+    """u = B * (a cubic): poly of degree 3 (P = 10) finds it; J and l2 at round-off, one run for three seeds."""
+    config, results = _config(tmp_path, 3, 10), tmp_path / "results"
+    r = cli.invoke(app, ["run", "cubic-2d", "--solver", "poly", "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 0, r.output
+    runs = sorted(p.name for p in (results / "cubic-2d/poly/L2-M10").glob("*.json"))
+    assert runs == ["seed-0.json"]  # seed-free: the first seed stands for all
+    rec = json.loads((results / "cubic-2d/poly/L2-M10/seed-0.json").read_text())
+    assert rec["final"]["J"] < 1e-24 and rec["final"]["l2"] < 1e-12
+    assert rec["settings"] == {"degree": 3} and rec["diagnostics"]["n_columns"] == 10
+    with np.load(results / "cubic-2d/poly/L2-M10/seed-0.npz") as z:  # [(E, c)]: c is the cubic's
+        E, c = z["W1"], z["b1"]
+    got = {tuple(int(v) for v in e): x for e, x in zip(E, c) if abs(x) > 1e-10}
+    assert got.keys() == {(0, 0), (1, 1), (0, 3), (2, 1)}
+    assert got[(0, 3)] == pytest.approx(-3.0, abs=1e-10) and got[(1, 1)] == pytest.approx(1.0, abs=1e-10)
+    v = cli.invoke(app, ["verify", "--weights", "--all", "--config", str(config), "--results", str(results)])
+    assert v.exit_code == 0 and "1 of 1 run(s) reproduce the archive" in v.output, v.output
+    s = cli.invoke(app, ["status", "cubic-2d", "--solver", "poly", "--config", str(config), "--results", str(results)])
+    assert s.exit_code == 0 and "(2,10) | 1/1" in s.output, s.output
+    t = cli.invoke(app, ["table", "cubic-2d", "--format", "markdown", "--config", str(config), "--results", str(results)])
+    assert t.exit_code == 0 and "| poly † " in t.output and "| 1/1 " in t.output, t.output
+    low = cli.invoke(app, ["run", "cubic-2d", "--solver", "poly", "--config", str(_config(tmp_path, 2, 6)),
+                           "--results", str(tmp_path / "low")])
+    rec2 = json.loads((tmp_path / "low/cubic-2d/poly/L2-M6/seed-0.json").read_text())
+    assert low.exit_code == 0 and rec2["final"]["J"] > 1e-6  # one degree short: no exact fit
+
+
+def test_too_many_monomials_is_one_line_exit_2_and_nothing_written(tmp_path):
+    config, results = _config(tmp_path, 5, 21), tmp_path / "results"  # P = 21 > 80 / 4
+    r = cli.invoke(app, ["run", "cubic-2d", "--solver", "poly", "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 2 and not results.exists()
+    line = r.stderr.strip() if hasattr(r, "stderr") else r.output.strip()
+    assert "\n" not in line and "P = 21 coefficients, more than n_train / 4 = 20" in line, line
+    assert "Traceback" not in r.output
+
+
+def test_the_size_must_be_two_by_the_coefficient_count(tmp_path):
+    with pytest.raises(BadInput, match=r"degree 3 in 2 inputs has P = 10 coefficients: its size is \[2, 10\]"):
+        load_specs(_config(tmp_path, 3, 9))
+    assert Settings(degree=1).size_error(3, 3) is not None and Settings(degree=1).size_error(2, 3) is None
