@@ -141,3 +141,22 @@ def test_the_size_must_be_two_by_the_coefficient_count(tmp_path):
     with pytest.raises(BadInput, match=r"degree 3 in 2 inputs has P = 10 coefficients: its size is \[2, 10\]"):
         load_specs(_config(tmp_path, 3, 9))
     assert Settings(degree=1).size_error(3, 3) is not None and Settings(degree=1).size_error(2, 3) is None
+
+
+def test_degree_study_stops_at_the_n_over_4_rule_and_chooses_on_the_held_out_residual(tmp_path):
+    import pandas as pd
+
+    from lysep_cli.reports.poly_degree import chosen_degree, max_degree
+
+    assert max_degree(2, 80) == 4 and max_degree(10, 2000) == 3 and max_degree(6, 2000) == 5  # P <= N/4
+    config, results = _config(tmp_path, 3, 10), tmp_path / "results"
+    r = cli.invoke(app, ["study", "poly-degree", "cubic-2d", "--config", str(config), "--results", str(results)])
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(results / "cubic-2d/study-poly-degree/runs.csv")
+    # J falls to round-off at k = 3 (u = B * a cubic) and stays there: stopped at k = 4 = the N/4 limit
+    assert list(df.degree) == [0, 1, 2, 3, 4] and list(df.P) == [1, 3, 6, 10, 15]
+    assert df.J[3] < 1e-24 < df.J[2] and df.J_hold[3] < 1e-20
+    assert chosen_degree(df) == 3 and "k = 3, P = 10" in (results / "cubic-2d/study-poly-degree/summary.md").read_text()
+    # the choice: the smallest degree within 2x of the least held-out residual, whatever the test error
+    fake = pd.DataFrame({"degree": [0, 1, 2], "J_hold": [3.0, 1.9, 1.0], "l2": [0.0, 9.0, 9.0]})  # l2 unused
+    assert chosen_degree(fake) == 1

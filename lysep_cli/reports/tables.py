@@ -84,9 +84,9 @@ def _table_rows(df: pd.DataFrame, spec: ExperimentSpec, latex: bool, iterations:
     if any(s not in PAPER_SOLVERS for s in set(df["solver"])):
         notes.append(("$^{\\dagger}$" if latex else "†") + " not in the paper (extra baseline of this project).")
     if "poly" in set(df["solver"]):
-        notes.append("poly: the least-squares polynomial of total degree k (docs/baselines.md), M = its P "
-                     "coefficients; it does not depend on the seed: one run (seed "
-                     f"{spec.seeds[0]}) stands for all.")
+        degree = f" {spec.solvers['poly'].degree}" if "poly" in spec.solvers else " k"  # type: ignore[attr-defined]
+        notes.append(f"poly: the least-squares polynomial of total degree{degree} (docs/baselines.md), M = its P "
+                     "coefficients; it does not depend on the seed: one run (the first seed) stands for all.")
     notes.append("Seeds: runs aggregated / seeds requested by the spec"
                  + ("; " + flag.strip() + " fewer than requested" if short else "")
                  + "; diverged runs are counted apart and excluded from the statistics.")
