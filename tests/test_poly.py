@@ -135,6 +135,9 @@ def test_too_many_monomials_is_one_line_exit_2_and_nothing_written(tmp_path):
     line = r.stderr.strip() if hasattr(r, "stderr") else r.output.strip()
     assert "\n" not in line and "P = 21 coefficients, more than n_train / 4 = 20" in line, line
     assert "Traceback" not in r.output
+    s = cli.invoke(app, ["run", "cubic-2d", "--solver", "poly", "--sizes", "2x11", "--config",
+                         str(_config(tmp_path, 3, 10)), "--results", str(results)])
+    assert s.exit_code == 2 and "its size is [2, 10], not [2, 11]" in s.output and not results.exists()
 
 
 def test_the_size_must_be_two_by_the_coefficient_count(tmp_path):
@@ -160,3 +163,30 @@ def test_degree_study_stops_at_the_n_over_4_rule_and_chooses_on_the_held_out_res
     # the choice: the smallest degree within 2x of the least held-out residual, whatever the test error
     fake = pd.DataFrame({"degree": [0, 1, 2], "J_hold": [3.0, 1.9, 1.0], "l2": [0.0, 9.0, 9.0]})  # l2 unused
     assert chosen_degree(fake) == 1
+
+
+def test_the_10d_fixed_tau_endpoint_is_poly_degree_0():
+    """Every collapsed run (||W_3|| < 1e-5) of the archived 10-D step-size study ends at poly degree 0's J and
+    l2; degree 0 checked against its closed form c_0 = K.Y / K.K (phi constant: no derivative enters)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from lysep_cli.numerics.dataset import experiment_data
+    from lysep_cli.solvers.poly import fit
+    from lysep_cli.specs import default_config
+
+    spec = load_specs(default_config())["elliptic-10d"]
+    data = experiment_data(spec)
+    tr = data.training
+    E, c, J, _ = fit(tr, 0)
+    c0 = (tr.coef.K @ tr.Y) / (tr.coef.K @ tr.coef.K)
+    assert c[0] == pytest.approx(c0, rel=1e-13)
+    assert J == pytest.approx(np.sum((tr.Y - c0 * tr.coef.K) ** 2) / tr.Y.size, rel=1e-10)
+    l2 = relative_l2(data.problem, [(E, c)], data.Z_test)
+    runs = pd.read_csv(Path(__file__).resolve().parents[1] / "results/paper/elliptic-10d/study-step-size/runs.csv")
+    big = runs[(runs.rule == "fixed") & (runs.tau >= 1e2)]
+    collapsed = big[big.W3_norm < 1e-5]
+    assert len(big) == 18 and len(collapsed) == 15 and (big[big.tau >= 1e3].W3_norm < 1e-5).all()
+    assert np.allclose(collapsed.J / J, 1.0, atol=3e-3) and np.allclose(collapsed.l2 / l2, 1.0, atol=5e-3)
+    assert J == pytest.approx(1.0686e-9, rel=1e-4) and l2 == pytest.approx(3.839e-4, rel=1e-3)
