@@ -32,7 +32,7 @@ from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, loss, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.sincos import numba_for_run
-from lysep_cli.solvers import solver_def
+from lysep_cli.solvers import seeds_of, solver_def
 from lysep_cli.solvers.base import copy_params, diverged
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
@@ -212,12 +212,6 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str],
                 plan.todo.remove(key)
                 plan.copies.append((key, source))
     return plan
-
-
-def seeds_of(solver: str, seeds: list[int] | tuple[int, ...]) -> list[int]:
-    """The seeds ``solver`` is run with: ``seeds``, or the first of them for a solver whose run does not depend
-    on the seed (``Capabilities.seed_free``: poly)."""
-    return list(seeds[:1]) if solver_def(solver).capabilities.seed_free else list(seeds)
 
 
 def identical_run(results_dir: str | Path, experiment: str, key: RunKey, want: Expected) -> Path | None:

@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lysep_cli.execution.runner import seeds_of
 from lysep_cli.reports.selection import Selection, display_name, solver_key
+from lysep_cli.solvers import seeds_of
 from lysep_cli.specs import ExperimentSpec, seed_ranges
 from lysep_cli.store.checkpoint import checkpoint_path, saved_sweeps
 from lysep_cli.store.fingerprint import UNRECORDED

@@ -23,7 +23,7 @@ from tabulate import tabulate
 
 from lysep_cli.reports.selection import (Selection, aggregate, dash, display_name, order_solvers, pm,
                                          published, published_row)
-from lysep_cli.solvers import PAPER_SOLVERS, solver_def
+from lysep_cli.solvers import PAPER_SOLVERS, seeds_of
 from lysep_cli.specs import ExperimentSpec
 
 J_SYMBOL = {"elliptic": "J^{e}", "parabolic": "J^{p}", "hyperbolic": "J^{h}"}
@@ -51,7 +51,7 @@ def _table_rows(df: pd.DataFrame, spec: ExperimentSpec, latex: bool, iterations:
     for L, M in sizes:
         sub = df[(df["L"] == L) & (df["M"] == M)]
         for solver in order_solvers(set(sub["solver"]) | set(PAPER_SOLVERS)):
-            requested = 1 if solver_def(solver).capabilities.seed_free else len(spec.seeds)
+            requested = len(seeds_of(solver, spec.seeds))
             found = sub[sub["solver"] == solver]
             paper = published_row(spec.name, L, M, solver) if solver in PAPER_SOLVERS else None
             if found.empty and paper is None:
