@@ -64,6 +64,16 @@ def test_residual_columns_are_the_operator_applied_to_each_monomial():
         np.testing.assert_allclose(A[:, p], want, rtol=1e-12, atol=1e-14)
 
 
+def test_columns_built_in_blocks_of_monomials_are_the_same_bits(monkeypatch):
+    problem = make_problem("hyperbolic", 3)
+    Z, _ = train_test_points(50, 4, 3, True)
+    coef = problem.coefficients(Z)
+    E = polynomial.exponents(4, 3)
+    whole = polynomial.residual_columns(E, Z, coef)
+    monkeypatch.setattr(polynomial, "BLOCK_VALUES", 3 * 4 * 50)  # three monomials a block
+    assert np.array_equal(polynomial.residual_columns(E, Z, coef), whole)
+
+
 def test_poly_of_a_smooth_problem_falls_with_the_degree_and_ignores_the_seed():
     problem = make_problem("elliptic", 2, "exp-sin")
     Z, Z_test = train_test_points(400, 100, 2, False)

@@ -83,11 +83,20 @@ def derivatives(E: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return np.prod(F0, axis=1), F1 * rest, F2 * rest
 
 
+#: monomials per block of :func:`residual_columns`: its (block, n_in, N) temporaries stay near 2^22 values
+BLOCK_VALUES = 2 ** 22
+
+
 def residual_columns(E: np.ndarray, Z: np.ndarray, coef: OperatorCoefficients) -> np.ndarray:
-    """A (N, P) with R = A c - Y for phi = sum_p c_p m_p (module docstring)."""
-    m, md, mdd = derivatives(E, Z)
-    A = coef.K[None, :] * m + np.einsum("jn,pjn->pn", coef.K1, md) + np.einsum("jn,pjn->pn", coef.K2, mdd)
-    return np.ascontiguousarray(A.T)
+    """A (N, P) with R = A c - Y for phi = sum_p c_p m_p (module docstring), built a block of monomials at
+    a time (memory bounded whatever P and N)."""
+    n_in, N = Z.shape
+    step = max(1, BLOCK_VALUES // (n_in * N))
+    A = np.empty((N, len(E)))
+    for start in range(0, len(E), step):  # blocks of monomials, not samples
+        m, md, mdd = derivatives(E[start:start + step], Z)
+        A[:, start:start + step] = (coef.K * m + (coef.K1 * md).sum(axis=1) + (coef.K2 * mdd).sum(axis=1)).T
+    return A
 
 
 def is_polynomial(model: list[tuple[np.ndarray, np.ndarray]]) -> bool:
