@@ -200,3 +200,34 @@ def test_the_10d_fixed_tau_endpoint_is_poly_degree_0():
     assert len(big) == 18 and len(collapsed) == 15 and (big[big.tau >= 1e3].W3_norm < 1e-5).all()
     assert np.allclose(collapsed.J / J, 1.0, atol=3e-3) and np.allclose(collapsed.l2 / l2, 1.0, atol=5e-3)
     assert J == pytest.approx(1.0686e-9, rel=1e-4) and l2 == pytest.approx(3.839e-4, rel=1e-3)
+
+
+def test_poly_matches_an_independent_legendre_fit_on_the_2d_experiment():
+    """The same space (total degree <= 9 in x1, x2) in another basis, products of Legendre polynomials with
+    numpy's own derivatives, solved by numpy.linalg.lstsq: the same J and l2."""
+    from numpy.polynomial import legendre
+
+    from lysep_cli.numerics.dataset import experiment_data
+    from lysep_cli.specs import default_config
+
+    data = experiment_data(load_specs(default_config())["elliptic-2d"])
+    tr, k = data.training, 9
+
+    def leg(a: int, order: int, z: np.ndarray) -> np.ndarray:
+        return legendre.legval(z, legendre.legder(np.eye(a + 1)[a], order) if order else np.eye(a + 1)[a])
+
+    pairs = [(a, b) for a in range(k + 1) for b in range(k + 1 - a)]
+    x, y = tr.Z
+    A = np.array([tr.coef.K * leg(a, 0, x) * leg(b, 0, y)
+                  + tr.coef.K1[0] * leg(a, 1, x) * leg(b, 0, y) + tr.coef.K1[1] * leg(a, 0, x) * leg(b, 1, y)
+                  + tr.coef.K2[0] * leg(a, 2, x) * leg(b, 0, y) + tr.coef.K2[1] * leg(a, 0, x) * leg(b, 2, y)
+                  for a, b in pairs]).T
+    c = np.linalg.lstsq(A, tr.Y, rcond=None)[0]
+    J_ref = float(np.sum((A @ c - tr.Y) ** 2) / tr.Y.size)
+    xt, yt = data.Z_test
+    psi = data.problem.boundary_factor(data.Z_test) * sum(ci * leg(a, 0, xt) * leg(b, 0, yt) for ci, (a, b) in zip(c, pairs))
+    u = data.problem.u(data.Z_test)
+    l2_ref = float(np.linalg.norm(psi - u) / np.linalg.norm(u))
+    res = solver_def("poly").solve(data.problem, tr, [], {"degree": k}, 1)
+    assert res.history["J"][-1] == pytest.approx(J_ref, rel=1e-6) and J_ref < 1e-9
+    assert relative_l2(data.problem, res.params, data.Z_test) == pytest.approx(l2_ref, rel=1e-6)
