@@ -3,7 +3,7 @@
 #   make install          .venv with the package (editable) and the test tools
 #   make test             the test suite
 #   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep, 2000 iterations;
-#                         and rfls and rfm, one least-squares solve each, seconds)
+#                         and rfls, rfm and poly, one least-squares solve each, seconds; poly one seed)
 #                         into the committed archive results/paper/ (runs already there are skipped),
 #                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
 #                         RESULTS=DIR reruns everything into DIR instead
@@ -15,6 +15,8 @@
 #                         `lysep study step-size` at the two smallest sizes of each experiment, 3 seeds, 2000
 #                         sweeps, tau in FIXED_TAUS (a reduced grid at the second 5-D and 10-D sizes), into
 #                         RESULTS/<experiment>/study-step-size/ (resumes; about 7 CPU-hours; two chains)
+#   make poly-degree      poly's degree study (`lysep study poly-degree`, seconds) into
+#                         RESULTS/<experiment>/study-poly-degree/ (README's "how hard is each table")
 #   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
 #                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
 #   make regenerate       the archive remade with today's kernels into REGEN (default results/regen/, made with
@@ -62,7 +64,7 @@ endif
 # Reports show only the runs made with this iteration count (the spec's when empty).
 SHOW_FLAGS := $(if $(ITERATIONS),--iterations $(ITERATIONS),)
 
-.PHONY: regenerate adopt-regen install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau
+.PHONY: regenerate adopt-regen install test reproduce reproduce-quick runs outputs extras depth depth-outputs docs compact fixed-tau poly-degree
 
 # LySep's fixed-tau study (docs/lysep.md): experiment:sizes, in two chains run side by side
 # (experiment:size[:grid]; the second sizes of 5-D and 10-D run a reduced grid: at (3,20) every tau <= 1e-8
@@ -102,8 +104,8 @@ reproduce-quick:
 
 runs:
 	@for e in $(EXPERIMENTS); do \
-	  echo "== lysep run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
-	  "$(LYSEP)" run $$e --solver paper,rfls,rfm --jobs $(JOBS) $(CLUSTER_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
+	  echo "== lysep run $$e --solver paper,rfls,rfm,poly --jobs $(JOBS) $(strip $(CLUSTER_FLAGS)) $(RUN_FLAGS)"; \
+	  "$(LYSEP)" run $$e --solver paper,rfls,rfm,poly --jobs $(JOBS) $(CLUSTER_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) $(SHOW_FLAGS) $(RUN_FLAGS) $(NUMERICS_FLAGS) || exit $$?; \
 	done
 
 EXTRA_SOLVERS ?= pinn-adam,pinn-lbfgs,pinn-lm
@@ -157,6 +159,11 @@ fixed-tau: install
 	@($(call FIXED_TAU_STUDY,$(FIXED_TAU_CHAIN_1))) & pid=$$!; \
 	($(call FIXED_TAU_STUDY,$(FIXED_TAU_CHAIN_2))) || status=$$?; \
 	wait $$pid || status=$$?; exit $${status:-0}
+
+poly-degree: install
+	@for e in $(EXPERIMENTS); do \
+	  "$(LYSEP)" study poly-degree $$e --results "$(RESULTS)" $(CONFIG_FLAGS) || exit $$?; \
+	done
 
 docs: install
 	"$(BIN)/python" docs/refresh.py --results "$(RESULTS)"

@@ -455,6 +455,43 @@ def study_step_size_summary(
                nl=False)
 
 
+@study_app.command("poly-degree", cls=opt.Command)
+@_guarded("nothing written")
+def study_poly_degree(
+    experiment: str = typer.Argument(..., help="experiment name"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
+                                       help="default: RESULTS/<experiment>/study-poly-degree"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """poly at degree k = 0, 1, ... until J stops falling or P passes n_train / 4: J, l2, held-out J, CPU
+    seconds; the degree the held-out rule chooses (runs.csv, summary.md; seconds)."""
+    from lysep_cli.reports.poly_degree import degree_study, write_study
+
+    spec = specs.select_experiments(opt.load(config), [experiment])[0]
+    out_dir = out if out is not None else results / spec.name / "study-poly-degree"
+    opt.writable_dir(out_dir, "--out" if out is not None else "--results")
+    for path in write_study(degree_study(spec, _say), out_dir, spec):
+        typer.echo(str(path))
+
+
+@study_app.command("poly-summary", cls=opt.Command)
+@_guarded("nothing written")
+def study_poly_summary(
+    experiments: list[str] = typer.Argument(..., help="experiment names"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """How hard is each table: the paper's best LySep J and l2 beside the least polynomial degree that reaches
+    them (RESULTS/<experiment>/study-poly-degree/runs.csv) and our PINN, LySep, rfls, rfm (runs nothing)."""
+    from lysep_cli.reports.poly_degree import hardness, read_runs
+
+    chosen = opt.report_specs(config, experiments, results, None, None)
+    sel, shown = _shown(results, chosen, None, named=True)
+    studies = {s.name: read_runs(results / s.name / "study-poly-degree" / "runs.csv") for s in shown}
+    typer.echo(hardness(shown, sel, studies), nl=False)
+
+
 @study_app.command("depth", cls=opt.Command)
 @_guarded("nothing written")
 def study_depth(

@@ -29,10 +29,10 @@ from lysep_cli.execution import stopping, workers
 from lysep_cli.execution.memory import tune_malloc
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, relative_l2
+from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, loss, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.sincos import numba_for_run
-from lysep_cli.solvers import solver_def
+from lysep_cli.solvers import seeds_of, solver_def
 from lysep_cli.solvers.base import SolveResult, copy_params, diverged
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
@@ -126,7 +126,7 @@ def _record(spec: ExperimentSpec, key: RunKey, iterations: int, result: SolveRes
     problem, train = data.problem, data.training
     settings = spec.solvers[key.solver]
     with np.errstate(all="ignore"):
-        J = network.pinn_loss(result.params, train.Z, train.coef, train.Y)
+        J = loss(result.params, train.Z, train.coef, train.Y)
         l2 = relative_l2(problem, result.params, Z_test=data.Z_test)
 
     status, message, diverged_at = result.status, result.message, result.diverged_at
@@ -242,7 +242,7 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str],
     for solver in solvers:
         want = expected(spec, solver, iterations, sha)
         for L, M in (sizes[solver] if isinstance(sizes, dict) else sizes):
-            for seed in seeds:
+            for seed in seeds_of(solver, seeds):
                 key = RunKey(solver, L, M, seed)
                 json_path, _ = records.record_paths(results_dir, spec.name, solver, L, M, seed)
                 if not json_path.exists():

@@ -44,7 +44,7 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.execution.runner import RunKey, execute, execute_stack
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import problem_of
-from lysep_cli.numerics.metrics import finite_or_none, relative_l2
+from lysep_cli.numerics.metrics import finite_or_none, loss, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.reports.cellstats import (ALPHA, RATIO_BOUND, Cell, by_cell, cell_of, compare_archives,
                                          compare_cell)
@@ -284,7 +284,7 @@ def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path)
     problem = problem_of(spec)
     coef, Y = problem.coefficients(Z_train), problem.rhs(Z_train)
     with threadpool_limits(limits=1), np.errstate(all="ignore"):  # as the runner computed them
-        now = (finite_or_none(network.pinn_loss(params, Z_train, coef, Y)),
+        now = (finite_or_none(loss(params, Z_train, coef, Y)),
                finite_or_none(relative_l2(problem, params, Z_test)))
     recorded = (record.final.J, record.final.l2)
     if now == recorded:
@@ -306,7 +306,7 @@ def _ulp_sensitivity(problem: Any, params: Params, Z_train: np.ndarray, coef: An
         ulp = lambda a: a * (1.0 + EPS * rng.choice((-1.0, 1.0), np.shape(a)))  # noqa: E731
         q = [(ulp(W), ulp(b)) for W, b in params]
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
-            moved = (finite_or_none(network.pinn_loss(q, Z_train, coef, ulp(Y))),
+            moved = (finite_or_none(loss(q, Z_train, coef, ulp(Y))),
                      finite_or_none(relative_l2(problem, q, Z_test)))
         for i in range(2):
             if base[i] is not None and moved[i] is not None:

@@ -45,6 +45,9 @@ SAME_BITS_AS: dict[str, str] = {
     # numba's kernels off in LySep runs with (M, N_train) arrays above 2^18 values: the NumPy paths
     # (2026-11-28)
     "abee53243e14febb": "d3dec26e99c7113f",
+    # the poly baseline added (solvers/poly.py, numerics/polynomial.py; metrics.phi/loss dispatch to the
+    # network's own functions for a network); no other solver's path changed (2026-11-28)
+    "22517c9e1cd5bc9c": "abee53243e14febb",
 }
 
 
