@@ -131,3 +131,19 @@ def test_ci_reruns_one_archived_run_of_every_solver_on_the_archive_platform():
     for solver, experiment in declared.items():
         cheapest = min(made[(solver, experiment)], key=lambda r: r["seconds"])
         assert platform(cheapest["versions"]) == main, (solver, experiment)
+
+
+def test_shell_exports_carry_the_pins_to_a_process_started_elsewhere():
+    """`eval "$(...shell_exports())"` before a process that loads NumPy first gives it the pins."""
+    from lysep_cli.platform_pin import shell_exports
+
+    assert shell_exports({}) == ""
+    env = {"OPENBLAS_CORETYPE": "Haswell", "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "HOME": "/x"}
+    assert shell_exports(env) == ("export OPENBLAS_CORETYPE='Haswell'\n"
+                                  "export NPY_DISABLE_CPU_FEATURES='X86_V4 AVX512_ICL'\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
+    script = (f"eval \"$({sys.executable} -c 'import lysep_cli.platform_pin as p; print(p.shell_exports(), end=\"\")')\"; "
+              f"{sys.executable} -c 'import numpy, lysep_cli; from lysep_cli.store import fingerprint as f; "
+              "print(f.pins_not_in_force())'")
+    out = subprocess.run(["bash", "-c", script], env=clean, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
