@@ -155,3 +155,24 @@ def test_numba_and_its_bound_are_in_the_numerics_id(monkeypatch):
     root = ROOT / "lysep_cli"
     hashed = {p for pattern in fp.NUMERIC_SOURCES for p in root.glob(pattern)}
     assert Path(sincos.__file__).resolve() in {p.resolve() for p in hashed}
+
+
+class _Client:
+    """client.run of dask: each worker's answer (here, one worker of another NumPy)."""
+
+    def __init__(self, platform):
+        self.platform = platform
+
+    def run(self, fn, *args, on_error="raise"):
+        return {"tcp://10.0.0.7:4000": None if fn is exec else self.platform}
+
+
+def test_a_worker_on_another_platform_is_refused_up_front():
+    mine = fp.fingerprint()
+    session = cluster.Session(_Client(({**mine, "numpy": "1.26.4"}, [])), cluster.Target(address="tcp://h:1"))
+    with pytest.raises(cluster.ClusterError, match=r"1 of 1 dask worker\(s\) run another platform than this machine "
+                                                   rf"\(tcp://10.0.0.7:4000: numpy: {mine['numpy']} -> 1.26.4\)"):
+        session._check_workers()
+    same = cluster.Session(_Client(({**mine, "machine": "elsewhere", "lysep": "9.9"}, [])),
+                           cluster.Target(address="tcp://h:1"))
+    assert same._check_workers() == [f"workers run lysep 9.9, this machine {mine.get('lysep', '?')}"]

@@ -323,7 +323,8 @@ class Session:
             worker, keys = sorted(other.items())[0]
             raise ClusterError(f"{len(other)} of {len(theirs)} dask worker(s) run another platform than this "
                                f"machine ({worker}: {'; '.join(keys)}); their records would not be this "
-                               "machine's bits: run lysep where the workers' environment is, or install it here")
+                               "machine's bits: give the workers this machine's environment (NumPy, SciPy, "
+                               "Python, lysep), or run lysep on a machine with theirs")
         versions = sorted({p[0].get("lysep", "?") for p in theirs.values() if isinstance(p, tuple)}
                           - {mine.get("lysep", "?")})
         return [f"workers run lysep {', '.join(versions)}, this machine {mine.get('lysep', '?')}"] if versions else []

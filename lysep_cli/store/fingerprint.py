@@ -68,7 +68,7 @@ def numerics_id() -> str:
 
 
 def compiler_versions() -> str:
-    """``numba 0.68.1, llvmlite 0.46.0`` (``none`` for one not installed), read without importing them."""
+    """E.g. ``numba 0.68.1, llvmlite 0.50.0`` (``none`` for one not installed), read without importing them."""
     out = []
     for package in COMPILERS:
         try:
