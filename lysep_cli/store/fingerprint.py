@@ -48,7 +48,7 @@ SAME_BITS_AS: dict[str, str] = {
     # (2026-11-28)
     "abee53243e14febb": "d3dec26e99c7113f",
     # numba's and llvmlite's versions hashed into the id, NUMBA_UP_TO moved into numerics/sincos.py
-    # (numba 0.68.1, llvmlite 0.50.0; measured: 9 archived runs of 5 solvers rerun bit-identical, 2026-11-28)
+    # (numba 0.68.1, llvmlite 0.50.0; measured: 10 archived runs of 5 solvers rerun bit-identical, 2026-11-28)
     "cb10ae3207157c4b": "abee53243e14febb",
 }
 
