@@ -56,6 +56,10 @@ SAME_BITS_AS: dict[str, str] = {
     # numba's and llvmlite's versions hashed into the id, NUMBA_UP_TO moved into numerics/sincos.py
     # (numba 0.68.1, llvmlite 0.50.0; measured: 10 archived runs of 5 solvers rerun bit-identical, 2026-11-28)
     "cb10ae3207157c4b": "abee53243e14febb",
+    # the merge of 2026-11-28's branches: formula checks (numerics/expressions.py, user_problems.py,
+    # dataset.py: refusals only), poly (22517c9e1cd5bc9c) and numba in the id (cb10ae3207157c4b); measured:
+    # the cheapest archived run of every solver (and poly's four records) rerun bit-identical at --level exact
+    "97340a3577347b1a": "abee53243e14febb",
 }
 
 
