@@ -117,7 +117,7 @@ def test_ci_reruns_one_archived_run_of_every_solver_on_the_archive_platform():
     import re
     from collections import Counter
 
-    from lysep_cli.store.fingerprint import EXACT_KEYS
+    from lysep_cli.store.fingerprint import EXACT_KEYS, bits_of
 
     text = (ROOT / ".ci" / "run").read_text()
     declared = dict(pair.split(":") for pair in re.search(r"declared=\(([^)]*)\)", text).group(1).split())
@@ -126,7 +126,7 @@ def test_ci_reruns_one_archived_run_of_every_solver_on_the_archive_platform():
         rec = json.loads(f.read_text())
         made.setdefault((rec["solver"], rec["experiment"]), []).append(rec)
     assert set(declared) == {solver for solver, _ in made}
-    platform = lambda v: tuple(v.get(k) for k in EXACT_KEYS)  # noqa: E731
+    platform = lambda v: tuple(bits_of(v[k]) if k == "numerics" else v.get(k) for k in EXACT_KEYS)  # noqa: E731
     main = Counter(platform(r["versions"]) for runs in made.values() for r in runs).most_common(1)[0][0]
     for solver, experiment in declared.items():
         cheapest = min(made[(solver, experiment)], key=lambda r: r["seconds"])
