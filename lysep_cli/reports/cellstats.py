@@ -214,10 +214,10 @@ def fires(mode: str, s: Statistics) -> dict[str, np.ndarray]:
 def regime_changes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(B, n) whether each matched seed's J changed regime: moved by REGIME x or more either way, or
     finite on one side only; ``a``, ``b`` (B, n) the J of the same seeds."""
-    la, lb = _logs(a), _logs(b)
-    both_inf = np.isinf(la) & np.isinf(lb)
-    with np.errstate(invalid="ignore"):
-        return ~both_inf & ~(np.abs(lb - la) < math.log(REGIME))
+    a, b = (np.where(np.isfinite(v) & (v > 0), v, np.inf) for v in (np.asarray(x, dtype=float) for x in (a, b)))
+    both_inf = np.isinf(a) & np.isinf(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return ~both_inf & ((b / a >= REGIME) | (a / b >= REGIME) | np.isinf(a) | np.isinf(b))
 
 
 # ---------------------------------------------------------------------------------------------
