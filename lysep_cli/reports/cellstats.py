@@ -119,10 +119,16 @@ def _finite_mean(x: np.ndarray) -> np.ndarray:
         return np.where(count > 0, np.where(ok, x, 0.0).sum(axis=-1) / count, np.nan)
 
 
+def _method(n: int) -> str:
+    """The signed-rank test's null distribution: exact up to 50 pairs (tied |d| take midranks; SciPy's
+    "auto" would turn to a permutation test, 0.2 s a cell), the normal approximation beyond."""
+    return "exact" if n <= 50 else "approx"
+
+
 def signed_rank_p(d: np.ndarray) -> np.ndarray:
     """Two-sided Wilcoxon signed-rank p of each row of ``d`` (B, n) (:func:`scipy.stats.wilcoxon`): zero
-    differences dropped (Wilcoxon's rule), +-inf ranked beyond every finite one; 1 for a row with fewer
-    than one nonzero entry.  Rows without zeros in one vectorised call, the others one by one."""
+    differences dropped (Wilcoxon's rule), +-inf ranked beyond every finite one; 1 for a row with no
+    nonzero entry.  Rows without zeros in one vectorised call, the others one by one."""
     d = np.asarray(d, dtype=float)
     finite = np.where(np.isfinite(d), d, 0.0)
     big = np.abs(finite).max(axis=-1, keepdims=True) + 1.0
@@ -132,11 +138,11 @@ def signed_rank_p(d: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if clean.any() and d.shape[1] > 0:
-            p[clean] = wilcoxon(d[clean], axis=1).pvalue
+            p[clean] = wilcoxon(d[clean], axis=1, method=_method(d.shape[1])).pvalue
         for i in np.flatnonzero(~clean):
             row = d[i][d[i] != 0]
             if row.size:
-                p[i] = wilcoxon(row).pvalue
+                p[i] = wilcoxon(row, method=_method(row.size)).pvalue
     return np.nan_to_num(p, nan=1.0)
 
 
