@@ -99,7 +99,7 @@ def edit_final(root: Path, tmp: Path, cell, seed: int, changes: dict) -> tuple[i
         obj["final"][key] *= factor
     path.write_text(json.dumps(obj, indent=1) + "\n")
     code, out = run(root, [cell[0], "--weights", "--all", "--solver", cell[1], "--results", str(copy)])
-    return code, line_of(out, f"seed {seed}:")
+    return code, line_of(out, f"L{cell[2]}-M{cell[3]} seed {seed}:")
 
 
 def edit_weights(root: Path, tmp: Path, cell, seed: int, factor: float) -> tuple[int, str]:
@@ -115,7 +115,7 @@ def edit_weights(root: Path, tmp: Path, cell, seed: int, factor: float) -> tuple
     subprocess.run([sys.executable, "-c", script, str(path), str(copy)], cwd=root, check=True,
                    env={**os.environ, "PYTHONPATH": str(root)})
     code, out = run(root, [cell[0], "--weights", "--all", "--solver", cell[1], "--results", str(copy)])
-    return code, line_of(out, f"seed {seed}:")
+    return code, line_of(out, f"L{cell[2]}-M{cell[3]} seed {seed}:")
 
 
 def unreadable(root: Path, tmp: Path, cell) -> tuple[int, str]:

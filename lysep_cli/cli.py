@@ -265,8 +265,7 @@ def verify(
         raise BadInput("--accept goes with --against")
     if allow_partial and against is None and cells is None:
         raise BadInput("--allow-partial goes with --against or --cells")
-    verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None,
-                         cells=cells is not None)
+    verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None)
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)

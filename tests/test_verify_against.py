@@ -153,13 +153,14 @@ def test_a_missing_seed_fails_unless_partial_is_allowed(archive, tmp_path):
 def test_one_seed_is_too_few_for_a_test(archive, tmp_path):
     config, results, finals = archive
     for solver, need in (("lysep", "the paired test needs 8"), ("pinn-lbfgs", "the unpaired test needs 5")):
-        planted = _planted(finals, tmp_path, solver, lambda cell: [r for r in cell if r["seed"] == "0"])
+        planted = _planted(finals, tmp_path, solver,  # seed 0 alone, moved by round-off (not bit-identical)
+                           lambda cell: _scale(1 + 1e-12)([r for r in cell if r["seed"] == "0"]))
         r = _verify(config, results, "--against", str(planted), "--common-seeds")
         assert r.exit_code == 1, r.output
         line = _line(r.output, solver)
         assert line.startswith("PARTIAL") and f"too few: 1 seed(s), {need} to reach p < 0.01" in line
     # PINN is judged seed by seed: one seed is a full check
-    planted = _planted(finals, tmp_path, "pinn", lambda cell: [r for r in cell if r["seed"] == "0"])
+    planted = _planted(finals, tmp_path, "pinn", lambda cell: _scale(1 + 1e-12)([r for r in cell if r["seed"] == "0"]))
     r = _verify(config, results, "--against", str(planted), "--common-seeds")
     assert r.exit_code == 0 and _line(r.output, "pinn").startswith("agrees"), r.output
 
@@ -309,3 +310,15 @@ def test_a_run_judged_on_a_prefix_is_not_ok_its_cell_judges_it(archive, tmp_path
     # the same at the exact level fails: one history entry moved
     r = _verify(config, copy, "--cells", "lysep:3x6", "--level", "exact")
     assert r.exit_code == 1 and "MISMATCH  elliptic-2d lysep L3-M6 seed 0: exact level" in r.output, r.output
+
+
+def test_bit_identical_seeds_need_no_test(archive, tmp_path):
+    """Three seeds are too few for a test, unless every one is bit-identical on both sides."""
+    config, results, finals = archive
+    few = _planted(finals, tmp_path, "lysep", lambda cell: [r for r in cell if int(r["seed"]) < 3])
+    r = _verify(config, results, "--against", str(few), "--common-seeds")
+    assert r.exit_code == 0 and _line(r.output, "lysep").startswith("agrees"), r.output
+    moved = _planted(finals, tmp_path, "lysep",
+                     lambda cell: _scale(1 + 1e-12, [0])([r for r in cell if int(r["seed"]) < 3]))
+    r = _verify(config, results, "--against", str(moved), "--common-seeds")
+    assert r.exit_code == 1 and "too few: 3 seed(s)" in _line(r.output, "lysep"), r.output

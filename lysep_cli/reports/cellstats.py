@@ -24,8 +24,8 @@ seed that both sides hold **changed regime**: its final J moved by a factor of `
 way (|log10(J_b / J_a)| >= 1), or is finite on one side only (a diverged run).
 
 A comparison that cannot decide is PARTIAL (a failure of ``lysep verify --against`` unless
-``--allow-partial``): the seed sets differ, or there are fewer seeds than the mode's test needs to reach
-p < ALPHA at all: ``MIN_PAIRED`` pairs (the exact signed-rank p is at least 2 / 2^n: 0.0078 at 8) or
+``--allow-partial``): the seed sets differ, or the values are not bit-identical on both sides and there
+are fewer seeds than the mode's test needs to reach p < ALPHA at all: ``MIN_PAIRED`` pairs (the exact signed-rank p is at least 2 / 2^n: 0.0078 at 8) or
 ``MIN_UNPAIRED`` runs a side (the U test's p is at least 2 / C(2n, n): 0.0079 at 5 + 5).  The bounds
 and the regime rule still apply to it, so a PARTIAL cell can also DIFFER.
 
@@ -384,7 +384,8 @@ def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> 
         partial.append("missing seed(s): " + "; ".join(
             f"{', '.join(map(str, s))} only on the {side} side" for s, side in ((only_a, "reference"),
                                                                                  (only_b, "other")) if s))
-    if too_few(mode, len(a), len(b)):
+    identical = same and all(_values(a, q) == _values(b, q) for q in QUANTITIES)
+    if too_few(mode, len(a), len(b)) and not identical:  # bit-identical seeds need no test
         need = MIN_PAIRED if mode == "paired" else MIN_UNPAIRED
         partial.append(f"too few: {min(len(a), len(b))} seed(s), the {mode} test needs {need} to reach "
                        f"p < {ALPHA:g}")

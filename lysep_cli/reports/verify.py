@@ -462,7 +462,7 @@ class VerifyRequest:
     allow_partial: bool = False
 
 
-def check_level(level: str, weights: bool, against: bool, cells: bool) -> None:
+def check_level(level: str, weights: bool, against: bool) -> None:
     """``--level`` is honoured or refused (BadInput), never switched: reruns honour every level (with
     ``--cells``, exact and tolerant judge each seed's rerun), ``--weights`` all but statistical,
     ``--against`` and ``--save-finals`` (no reruns) only auto."""
