@@ -322,3 +322,20 @@ def test_bit_identical_seeds_need_no_test(archive, tmp_path):
                      lambda cell: _scale(1 + 1e-12, [0])([r for r in cell if int(r["seed"]) < 3]))
     r = _verify(config, results, "--against", str(moved), "--common-seeds")
     assert r.exit_code == 1 and "too few: 3 seed(s)" in _line(r.output, "lysep"), r.output
+
+
+def test_a_prefix_run_whose_cell_is_too_small_to_judge_stays_unverified(archive, tmp_path):
+    config, results, _ = archive
+    copy = _copy(results, tmp_path)
+    for seed in range(3, 10):  # a cell of 3 seeds
+        for suffix in (".json", ".npz"):
+            _json(copy, "lysep", seed).with_suffix(suffix).unlink()
+    path = _json(copy, "lysep", 0)  # its final J as another platform would give it (sealed so)
+    obj = json.loads(path.read_text())
+    obj["final"]["J"] *= 1 + 1e-10
+    path.write_text(json.dumps(obj))
+    path.write_text(records.record_text(records.read_record(path)))
+    r = _verify(config, copy, "--cells", "lysep:3x6", "--level", "tolerant", "--solver", "lysep")
+    assert r.exit_code == 0, r.output
+    assert _line(r.output, "lysep").startswith("PARTIAL") and "[its runs stay unverified]" in r.output
+    assert "2 of 3 run(s) reproduce the archive (levels: exact 2, prefix 1, statistical 1); 1 unverified" in r.output

@@ -392,28 +392,37 @@ def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
     return bad
 
 
-def cells_pass(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord], echo: Echo,
-               allow_partial: bool = False, done: dict[tuple, RunRecord] | None = None) -> int:
-    """Rerun every archived seed of each cell and compare the sets (cellstats); returns the cells that
-    differ, or are PARTIAL (unless ``allow_partial``).  ``done``: reruns already made, by record cell."""
+def judge_cells(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord], echo: Echo,
+                note: Callable[[Any], str] = lambda c: "", done: dict[tuple, RunRecord] | None = None
+                ) -> list[Any]:
+    """Rerun every archived seed of each cell and compare the sets (cellstats), one line each (``note``
+    appended); ``done``: reruns already made, by record cell."""
     archived = by_cell(pool)
     done = done or {}
-    bad = 0
+    out = []
     for cell in cells:
         runs = archived.get(cell, [])
         reruns = [done[r.cell] if r.cell in done else rerun(specs[r.experiment], r)[0] for r in runs]
         comparison = compare_cell(cell, runs, reruns)
-        bad += comparison.verdict == "DIFFERS" or (comparison.verdict == "PARTIAL" and not allow_partial)
-        echo(comparison.line() + ("  [allowed: --allow-partial]"
-                                  if comparison.verdict == "PARTIAL" and allow_partial else ""))
-    return bad
+        echo(comparison.line() + note(comparison))
+        out.append(comparison)
+    return out
+
+
+def cells_pass(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord], echo: Echo,
+               allow_partial: bool = False) -> int:
+    """:func:`judge_cells`; returns the cells that differ, or are PARTIAL (unless ``allow_partial``)."""
+    allowed = "  [allowed: --allow-partial]" if allow_partial else ""
+    judged = judge_cells(specs, cells, pool, echo, lambda c: allowed if c.verdict == "PARTIAL" else "")
+    return sum(c.verdict == "DIFFERS" or (c.verdict == "PARTIAL" and not allow_partial) for c in judged)
 
 
 def runs_pass(specs: dict[str, ExperimentSpec], picked: list[RunRecord], pool: list[RunRecord],
-              results: Path, level: str, echo: Echo, allow_partial: bool = False) -> tuple[int, int, Counter]:
+              results: Path, level: str, echo: Echo) -> tuple[int, int, Counter]:
     """Rerun each picked run at ``level``; a run no per-run check can verify (ill-conditioned, or judged on
     a prefix of its history) sends its cell to the statistical level when the cell's seeds took at most
-    AUTO_CELL_SECONDS, and stays unverified otherwise.  Returns (failures, unverified, levels used)."""
+    AUTO_CELL_SECONDS, and stays unverified otherwise, or when its cell is PARTIAL (too few seeds to
+    judge).  Returns (failures, unverified, levels used)."""
     bad, levels = 0, Counter()
     escalate: list[Cell] = []
     done: dict[tuple, RunRecord] = {}
@@ -430,18 +439,20 @@ def runs_pass(specs: dict[str, ExperimentSpec], picked: list[RunRecord], pool: l
             escalate += [cell_of(rec)] * (cell_of(rec) not in escalate)
             pending.append(cell_of(rec))
     seconds = {c: sum(r.seconds for r in pool if cell_of(r) == c) for c in escalate}
-    dear = [c for c in escalate if seconds[c] > AUTO_CELL_SECONDS]
-    for cell in dear:
+    open_cells = [c for c in escalate if seconds[c] > AUTO_CELL_SECONDS]
+    for cell in open_cells:
         e, s, L, M = cell
         echo(f"unverified {e} {s} L{L}-M{M}: judge its cell with `lysep verify {e} --cells {s}:{L}x{M}` (about "
              f"{seconds[cell]:.0f} s of recorded run time; not rerun automatically)")
-    unverified = sum(c in dear for c in pending)
     cheap = [c for c in escalate if seconds[c] <= AUTO_CELL_SECONDS]
     if cheap:
         echo(f"statistical level for {len(cheap)} cell(s) of runs no per-run check can verify (every seed rerun):")
-        bad += cells_pass(specs, cheap, pool, echo, allow_partial, done)
+        judged = judge_cells(specs, cheap, pool, echo, lambda c: "  [its runs stay unverified]"
+                             if c.verdict == "PARTIAL" else "", done)
+        bad += sum(c.verdict == "DIFFERS" for c in judged)
+        open_cells += [c.cell for c in judged if c.verdict == "PARTIAL"]
         levels["statistical"] += len(cheap)
-    return bad, unverified, levels
+    return bad, sum(c in open_cells for c in pending), levels
 
 
 @dataclass(frozen=True)
@@ -496,8 +507,7 @@ def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     picked = in_cells if req.cells is not None else choose(req.pool, req.sample, req.seed, req.cheapest)
     say(f"rerunning {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/ (about "
         f"{sum(r.seconds for r in picked):.0f} s of recorded run time)")
-    failed, unverified, levels = runs_pass(req.specs, picked, req.pool, req.results, req.level, echo,
-                                           req.allow_partial)
+    failed, unverified, levels = runs_pass(req.specs, picked, req.pool, req.results, req.level, echo)
     used = ", ".join(f"{k} {n}" for k, n in sorted(levels.items()))
     echo(f"{len(picked) - failed - unverified} of {len(picked)} run(s) reproduce the archive (levels: {used})"
          + (f"; {failed} do not" if failed else "")
