@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lysep_cli.store.compact import _lock
+from lysep_cli.store.compact import _lock, folder_argument
 from lysep_cli.store.locks import Busy, RunLocks
 from lysep_cli.store.records import record_files, seal_record
 from lysep_cli.store.schema import RecordError
@@ -38,13 +38,8 @@ def seal_folder(results_dir: str | Path) -> tuple[int, int, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1 or not args[0] or args[0].startswith("-"):
-        print("lysep: error: usage: python -m lysep_cli.store.seal RESULTS_DIR", file=sys.stderr)
-        return 2
-    root = Path(args[0])
-    if not root.is_dir():
-        print(f"lysep: error: {root} is not a folder", file=sys.stderr)
+    root = folder_argument(argv, "lysep_cli.store.seal")
+    if root is None:
         return 2
     sealed, kept, problems = seal_folder(root)
     for line in problems:
