@@ -243,6 +243,8 @@ def verify(
                                "both sides have (an archive still being made)"),
     accept: Optional[str] = typer.Option(None, "--accept", help="with --against: cells known to differ, e.g. "
                                          "elliptic-2d:pinn-lbfgs:3x30 (each must differ; docs/archive.md)"),
+    allow_partial: bool = Flag(False, "--allow-partial", help="with --against or --cells: missing seeds or cells, "
+                               "unreadable records and too few seeds are reported, not failed"),
     save_finals: Optional[Path] = typer.Option(None, "--save-finals", parser=path_value,
                                                help="write the final J, J_S, l2 of every selected run to FILE "
                                                "(CSV) for a later --against FILE; no reruns"),
@@ -268,6 +270,9 @@ def verify(
         raise BadInput("--common-seeds goes with --against")
     if accept is not None and against is None:
         raise BadInput("--accept goes with --against")
+    if allow_partial and against is None and cells is None:
+        raise BadInput("--allow-partial goes with --against or --cells")
+    verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None)
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -279,7 +284,7 @@ def verify(
     if not pool:
         raise nothing_to_show(results, chosen, sel)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
-                                 seed, cheapest, level, cell_set)
+                                 seed, cheapest, level, cell_set, allow_partial)
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 
@@ -290,13 +295,15 @@ def verify(
         typer.echo(f"wrote the finals of {n} run(s) under {results}/ to {save_finals}")
         bad = 0
     elif against is not None:
-        other = verifier.other_archive(against, chosen, iterations, wanted, _warn)
-        bad = verifier.against(pool, other, results, against, typer.echo, _say, common_seeds, accepted)
+        other, unreadable = verifier.other_archive(against, chosen, iterations, wanted, _warn)
+        side = verifier.Against(other, against, (sum(sel.invalid.values()), unreadable), common_seeds,
+                                frozenset(accepted), allow_partial)
+        bad = verifier.against(pool, side, results, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
     else:
         bad = verifier.run_verify(req, typer.echo, _say)
-    damaged = sum(sel.invalid.values())
+    damaged = 0 if against is not None else sum(sel.invalid.values())  # --against counts them itself
     if damaged:  # an altered weights/history file, a broken JSON: the archive is not what it was
         typer.echo(f"{damaged} archived record(s) do not read (damaged or altered since written; named in the "
                    "warnings above): the archive does not verify")
@@ -453,6 +460,43 @@ def study_step_size_summary(
     chosen = specs.select_experiments(opt.load(config), experiments)
     typer.echo(headline({s.name: read_runs(results / s.name / "study-step-size" / "runs.csv") for s in chosen}),
                nl=False)
+
+
+@study_app.command("poly-degree", cls=opt.Command)
+@_guarded("nothing written")
+def study_poly_degree(
+    experiment: str = typer.Argument(..., help="experiment name"),
+    out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
+                                       help="default: RESULTS/<experiment>/study-poly-degree"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """poly at degree k = 0, 1, ... until J stops falling or P passes n_train / 4: J, l2, held-out J, CPU
+    seconds; the degree the held-out rule chooses (runs.csv, summary.md; seconds)."""
+    from lysep_cli.reports.poly_degree import degree_study, write_study
+
+    spec = specs.select_experiments(opt.load(config), [experiment])[0]
+    out_dir = out if out is not None else results / spec.name / "study-poly-degree"
+    opt.writable_dir(out_dir, "--out" if out is not None else "--results")
+    for path in write_study(degree_study(spec, _say), out_dir, spec):
+        typer.echo(str(path))
+
+
+@study_app.command("poly-summary", cls=opt.Command)
+@_guarded("nothing written")
+def study_poly_summary(
+    experiments: list[str] = typer.Argument(..., help="experiment names"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """How hard is each table: the paper's best LySep J and l2 beside the least polynomial degree that reaches
+    them (RESULTS/<experiment>/study-poly-degree/runs.csv) and our PINN, LySep, rfls, rfm (runs nothing)."""
+    from lysep_cli.reports.poly_degree import hardness, read_runs
+
+    chosen = opt.report_specs(config, experiments, results, None, None)
+    sel, shown = _shown(results, chosen, None, named=True)
+    studies = {s.name: read_runs(results / s.name / "study-poly-degree" / "runs.csv") for s in shown}
+    typer.echo(hardness(shown, sel, studies), nl=False)
 
 
 @study_app.command("depth", cls=opt.Command)

@@ -15,6 +15,10 @@ Two libraries pick their code by CPU, and both change the last bits of a run:
   paths off (``NPY_DISABLE_CPU_FEATURES``); they serve only the one-off evaluation of the problem's
   data here, so the cost is nil (measured in docs/reproducibility.md).
 
+A ``dask worker`` imports NumPy before it runs a task, so lysep's import there comes too late: started
+with ``--preload lysep_cli.platform_pin``, its nanny imports this module, and the worker process it starts
+inherits the pins (docs/cluster.md; lysep_cli/execution/cluster.py refuses workers without them).
+
 This module must run before NumPy is imported (both libraries read the environment when they load):
 ``lysep_cli/__init__.py`` calls :func:`pin_platform` first.  Each pin is left alone where the user has
 set its variable (their choice wins), where they opted out (``LYSEP_NATIVE_BLAS=1``,
@@ -127,3 +131,15 @@ def pin_platform() -> None:
     """Both pins, in ``os.environ``; call before NumPy is imported."""
     pin_openblas_core()
     pin_numpy_simd()
+
+
+#: the variables the pins set
+PIN_VARIABLES = ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")
+
+
+def shell_exports(environ: dict[str, str] | None = None) -> str:
+    """``export VAR='value'`` lines for the pins in ``environ`` (default ``os.environ``, pinned when lysep
+    was imported): what a process started elsewhere needs in its environment before it loads NumPy, e.g. a
+    ``dask worker --no-nanny`` (docs/cluster.md).  Empty where nothing is pinned."""
+    env = os.environ if environ is None else environ
+    return "".join(f"export {name}='{env[name]}'\n" for name in PIN_VARIABLES if name in env)

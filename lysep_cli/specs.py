@@ -93,6 +93,11 @@ class ExperimentSpec:
         return self.solver_sizes.get(solver, self.sizes)
 
 
+def n_inputs(pde: str, d: int) -> int:
+    """The network's inputs: x (d) for an elliptic problem, (t, x) (d + 1) for the time-dependent ones."""
+    return d if pde == "elliptic" else d + 1
+
+
 def _one_line(text: str) -> str:
     """One line, printable whatever the file held (a lone surrogate is written as its escape)."""
     return " ".join(str(text).split()).encode("utf-8", "backslashreplace").decode("utf-8")
@@ -256,7 +261,7 @@ def _parse_experiment(name: Any, block: Any, path: Path,
             raise ck.fail(exc.field, exc.reason, solver=sname) from None
         where = f"solvers.{sname}.sizes" if sname in own_sizes else "sizes"
         for i, (L, M) in enumerate(own_sizes.get(sname, parsed_sizes)):
-            reason = typed.size_error(L, M)
+            reason = typed.size_error(L, M) or typed.fit_error(n_inputs(pde, d), n_train, L, M)
             if reason is not None:
                 raise ck.fail(f"{where}[{i}]", reason, solver=sname)
         parsed_solvers[sname] = typed
@@ -455,7 +460,8 @@ def check_sizes(spec: ExperimentSpec, solvers: list[str],
     needs L = 3)."""
     for name in solvers:
         for L, M in (sizes[name] if isinstance(sizes, dict) else sizes):
-            reason = spec.solvers[name].size_error(L, M)
+            s = spec.solvers[name]
+            reason = s.size_error(L, M) or s.fit_error(n_inputs(spec.pde, spec.d), spec.n_train, L, M)
             if reason is not None:
                 raise BadInput(f"--sizes: {L}x{M} cannot be run by {name!r}: {reason}")
 

@@ -164,6 +164,24 @@ STUDIES: dict[str, Study] = {
         ("bash studies/platform_spread.sh {out}/spread", "{py} studies/platform_spread_summary.py {out}/spread"
          " > {out}/platform_spread.txt"),
         "~10 CPU-minutes per emulated platform (3); needs an AVX-512 machine to emulate the others"),
+    "fixed_tau_collapse": Study(
+        "README headline; docs/results.md 'What the archive shows', docs/lysep.md: 10-D LySep as written at"
+        " tau >= 1e2 collapses to poly of degree 0",
+        ("fixed_tau_collapse.md",), ("{py} studies/fixed_tau_collapse.py --rerun",),
+        "~2 CPU-minutes (the rerun; writes studies/results/ only)"),
+    "verify_power": Study(
+        "lysep_cli/reports/cellstats.py, docs/reproducibility.md: power and false alarms of verify --against's cell rule",
+        ("verify_power.md",),
+        ("{py} studies/verify_power.py results/paper results/paper-finals-2026-11.csv > {out}/verify_power.md",),
+        "a few CPU-minutes (simulated from the records, no reruns)"),
+    "weights_spread": Study(
+        "lysep_cli/reports/verify.py, docs/reproducibility.md: the weights pass's tolerance on another platform",
+        ("weights_spread.txt",), ("{py} studies/weights_spread.py results/paper > {out}/weights_spread.txt",),
+        "~3 CPU-minutes (952 records re-evaluated twice)"),
+    "verify_plants": Study(
+        "docs/reproducibility.md: planted changes against lysep verify, before and after issue 38",
+        ("verify_plants.md",), ("{py} studies/verify_plants.py before=BEFORE after=. > {out}/verify_plants.md",),
+        "about a CPU-minute", inputs="a checkout of commit 7eba76a (BEFORE: `git worktree add BEFORE 7eba76a`)"),
 }
 
 # files of studies/results/ made by lysep commands or on other machines, not by a module of studies/

@@ -50,8 +50,9 @@ TINY_YAML = experiments_yaml(
 
 
 def untimed(record: dict) -> dict:
-    """A record's JSON without its timings (``seconds``, ``diagnostics.cpu_seconds``): what a rerun repeats."""
-    out = {k: v for k, v in record.items() if k != "seconds"}
+    """A record's JSON without its timings (``seconds``, ``diagnostics.cpu_seconds``) and its seal (a hash
+    over them too): what a rerun repeats."""
+    out = {k: v for k, v in record.items() if k not in ("seconds", "seal")}
     if isinstance(out.get("diagnostics"), dict):
         out["diagnostics"] = {k: v for k, v in out["diagnostics"].items() if k != "cpu_seconds"}
     return out

@@ -45,13 +45,14 @@ def numbers(rec):
     return untimed(d)
 
 
-def same_records(a: Path, b: Path) -> None:
-    """Every run under ``a`` also under ``b`` with the same numbers (JSON) and weights (NPZ)."""
+def same_records(a: Path, b: Path, part=numbers) -> None:
+    """Every run under ``a`` also under ``b`` with the same numbers (JSON, the ``part`` that must repeat)
+    and weights (NPZ)."""
     runs = [f for f in files_under(a) if "seed-" in f]
     assert runs and runs == [f for f in files_under(b) if "seed-" in f]
     for f in runs:
         if f.endswith(".json"):
-            assert numbers(json.loads((a / f).read_text())) == numbers(json.loads((b / f).read_text())), f
+            assert part(json.loads((a / f).read_text())) == part(json.loads((b / f).read_text())), f
         else:
             with np.load(a / f) as za, np.load(b / f) as zb:
                 assert za.files == zb.files and all(np.array_equal(za[k], zb[k]) for k in za.files), f

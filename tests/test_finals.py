@@ -119,10 +119,15 @@ def test_common_seeds_compares_a_partial_archive_on_the_seeds_it_has(archive, tm
     partial = tmp_path / "partial.csv"
     partial.write_text("\n".join(lines[:4]) + "\n")  # the header and seeds 0-2
     r = _verify(config, results, "--against", str(partial))
-    assert "n 5/3" in r.output and "[other seeds" in r.output
+    assert r.exit_code == 1, r.output  # missing seeds: incomplete, a failure
+    assert "PARTIAL   elliptic-2d pinn L3-M6: n 5/3" in r.output
+    assert "missing seed(s): 3, 4 only on the reference side" in r.output
+    r = _verify(config, results, "--against", str(partial), "--allow-partial")
+    assert r.exit_code == 0, r.output
+    assert "[allowed: --allow-partial]" in r.output and "incomplete parts allowed by --allow-partial" in r.output
     r = _verify(config, results, "--against", str(partial), "--common-seeds")
     assert r.exit_code == 0, r.output
-    assert "agrees    elliptic-2d pinn L3-M6: n 3/3;" in r.output and "[other seeds" not in r.output
+    assert "agrees    elliptic-2d pinn L3-M6: n 3/3;" in r.output and "missing seed" not in r.output
     r = _verify(config, results, "--common-seeds")
     assert r.exit_code == 2 and "--common-seeds goes with --against" in r.output
 
@@ -141,7 +146,7 @@ def test_accept_lets_a_named_differing_cell_pass_and_fails_a_stale_one(archive, 
     assert "0 of 1 cell(s) agree; 1 differ (1 accepted with --accept)" in r.output
     r = _verify(config, results, "--against", str(out), "--accept", "elliptic-2d:pinn:3x6")
     assert r.exit_code == 1, r.output
-    assert "STALE     elliptic-2d pinn L3-M6: named by --accept but it agrees" in r.output
+    assert "STALE     elliptic-2d pinn L3-M6: named by --accept but it does not differ" in r.output
     r = _verify(config, results, "--against", str(shifted), "--accept", "elliptic-2d:pinn:3x7")
     assert r.exit_code == 1, r.output  # the differing cell is not the one accepted
     assert "not compared" in r.output and "[accepted" not in r.output

@@ -109,3 +109,42 @@ def test_benchmarks_import_lysep_before_numpy(script):
     lysep_at = _first_import_line(tree, {"lysep_cli"})
     if numpy_at is not None:
         assert lysep_at is not None and lysep_at < numpy_at, f"{script.name}: numpy at line {numpy_at}"
+
+
+def test_ci_reruns_one_archived_run_of_every_solver_on_the_archive_platform():
+    """.ci/run's declarations step names every solver the archive holds, each in an experiment whose
+    cheapest archived run (the one `lysep verify --sample 1 --cheapest` reruns) was made on the archive's
+    main platform: there, a wrong SAME_BITS_AS declaration cannot pass the exact level."""
+    import re
+    from collections import Counter
+
+    from lysep_cli.store.fingerprint import EXACT_KEYS, bits_of
+
+    text = (ROOT / ".ci" / "run").read_text()
+    declared = dict(pair.split(":") for pair in re.search(r"declared=\(([^)]*)\)", text).group(1).split())
+    made = {}
+    for f in sorted((ROOT / "results" / "paper").glob("*/*/L*/seed-*.json")):
+        rec = json.loads(f.read_text())
+        made.setdefault((rec["solver"], rec["experiment"]), []).append(rec)
+    assert set(declared) == {solver for solver, _ in made}
+    platform = lambda v: tuple(bits_of(v[k]) if k == "numerics" else v.get(k) for k in EXACT_KEYS)  # noqa: E731
+    main = Counter(platform(r["versions"]) for runs in made.values() for r in runs).most_common(1)[0][0]
+    for solver, experiment in declared.items():
+        cheapest = min(made[(solver, experiment)], key=lambda r: r["seconds"])
+        assert platform(cheapest["versions"]) == main, (solver, experiment)
+
+
+def test_shell_exports_carry_the_pins_to_a_process_started_elsewhere():
+    """`eval "$(...shell_exports())"` before a process that loads NumPy first gives it the pins."""
+    from lysep_cli.platform_pin import shell_exports
+
+    assert shell_exports({}) == ""
+    env = {"OPENBLAS_CORETYPE": "Haswell", "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "HOME": "/x"}
+    assert shell_exports(env) == ("export OPENBLAS_CORETYPE='Haswell'\n"
+                                  "export NPY_DISABLE_CPU_FEATURES='X86_V4 AVX512_ICL'\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "NPY_DISABLE_CPU_FEATURES")}
+    script = (f"eval \"$({sys.executable} -c 'import lysep_cli.platform_pin as p; print(p.shell_exports(), end=\"\")')\"; "
+              f"{sys.executable} -c 'import numpy, lysep_cli; from lysep_cli.store import fingerprint as f; "
+              "print(f.pins_not_in_force())'")
+    out = subprocess.run(["bash", "-c", script], env=clean, capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"

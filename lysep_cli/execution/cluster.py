@@ -14,6 +14,14 @@ Failure handling:
 * a run raising inside a worker: reported with its error text, the other runs go on;
 * Ctrl-C or SIGTERM on the client: the outstanding tasks are cancelled, finished records stay.
 
+Platform pins (lysep_cli/platform_pin.py): a ``dask worker`` process imports NumPy before lysep, so the pins
+lysep sets when it is imported come too late there unless the worker was started with ``--preload
+lysep_cli.platform_pin`` (or from an environment that has them).  A worker whose NumPy or OpenBLAS runs
+without the pins its environment asks for refuses every run (:func:`run_task`), the client refuses to
+start with such a worker or with one on another platform than its own (:meth:`Session.open`), and a
+record made on another platform than the client's is not written (lysep_cli/execution/runner.py): one
+results directory never mixes platforms silently.
+
 dask.distributed is the optional extra ``lysep[dask]`` (installed by ``make install``); it is imported
 only when a scheduler is actually used.  See docs/cluster.md.
 """
@@ -31,7 +39,6 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 from urllib.parse import urlsplit
@@ -41,11 +48,13 @@ from lysep_cli.execution.memory import tune_malloc
 from lysep_cli.execution.runner import Reporter, RunKey
 from lysep_cli.numerics.network import Params
 from lysep_cli.specs import ExperimentSpec
-from lysep_cli.store.fingerprint import fingerprint
+from lysep_cli.store.fingerprint import EXACT_KEYS, differing, fingerprint, pins_not_in_force, same_platform
 
 ENV_VAR = "LYSEP_SCHEDULER"
 SCHEMES = ("tcp", "tls", "ws", "wss")
 CONNECT_TIMEOUT = 10.0
+#: how to start a worker so that its NumPy and OpenBLAS load under lysep's platform pins (docs/cluster.md)
+PIN_HINT = "start the workers with `dask worker --preload lysep_cli.platform_pin ...` (docs/cluster.md)"
 PROGRESS_EVERY = 1.0  # seconds between a worker's progress events for one run
 DASHBOARD_PORT = 8787
 
@@ -149,7 +158,12 @@ def resolve_target(scheduler: str | None, scheduler_file: Path | None,
 
 def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
              topic: str | None = None) -> tuple[dict[str, Any], Params]:
-    """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events."""
+    """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events.  Refused
+    (RuntimeError, one line) where this process runs without the platform pins a local run has."""
+    unpinned = pins_not_in_force()
+    if unpinned:
+        raise RuntimeError(f"this dask worker runs without lysep's platform pins ({'; '.join(unpinned)}): "
+                           f"NumPy was loaded before lysep; {PIN_HINT}")
     tune_malloc()  # undoes the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/execution/memory.py)
     log = None
     if topic is not None:
@@ -174,6 +188,11 @@ def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
                     pass
 
     return runner.execute(spec, key, iterations, progress)
+
+
+def worker_platform() -> tuple[dict[str, str], list[str]]:
+    """A worker's fingerprint and the pins it runs without (:func:`pins_not_in_force`)."""
+    return fingerprint(), pins_not_in_force()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,8 +300,9 @@ class Session:
 
     def _check_workers(self) -> list[str]:
         """Every worker connected now must import lysep (a worker that cannot unpickle a task dies,
-        and the sweep would wait for ever): ClusterError otherwise.  Other lysep or numpy versions
-        than the client's are a warning (the numbers could differ from ``--jobs 1``)."""
+        and the sweep would wait for ever), run with the platform pins (:func:`pins_not_in_force`) and on
+        this machine's platform (every key of :data:`EXACT_KEYS`: its records are this machine's bits):
+        ClusterError otherwise.  Another lysep version (not a key of the bits) is a warning."""
         # Builtins only: a function of lysep's own would fail to unpickle on exactly those workers.
         probe = self.client.run(exec, "import lysep_cli.execution.cluster", on_error="return")
         bad = {w: e for w, e in probe.items() if isinstance(e, BaseException)}
@@ -291,16 +311,23 @@ class Session:
             raise ClusterError(f"{len(bad)} of {len(probe)} dask worker(s) cannot import lysep ({worker}: "
                                f"{_error_text(exc)}); install 'lysep[dask]' where the workers run")
         mine = fingerprint()
-        warnings = []
-        for package in ("lysep", "numpy"):
-            if package not in mine:
-                continue
-            theirs = self.client.run(metadata.version, package, on_error="return")
-            other = sorted({str(v) for v in theirs.values() if v != mine[package]})
-            if other:
-                warnings.append(f"workers run {package} {', '.join(other)}, this machine {mine[package]}: "
-                                "numbers may differ from --jobs 1")
-        return warnings
+        theirs = self.client.run(worker_platform, on_error="return")
+        unpinned = {w: p[1] for w, p in theirs.items() if isinstance(p, tuple) and p[1]}
+        if unpinned:
+            worker, problems = sorted(unpinned.items())[0]
+            raise ClusterError(f"{len(unpinned)} of {len(theirs)} dask worker(s) run without lysep's platform "
+                               f"pins ({worker}: {'; '.join(problems)}); {PIN_HINT}")
+        other = {w: differing(mine, p[0], EXACT_KEYS) for w, p in theirs.items()
+                 if isinstance(p, tuple) and not same_platform(mine, p[0])}
+        if other:
+            worker, keys = sorted(other.items())[0]
+            raise ClusterError(f"{len(other)} of {len(theirs)} dask worker(s) run another platform than this "
+                               f"machine ({worker}: {'; '.join(keys)}); their records would not be this "
+                               "machine's bits: give the workers this machine's environment (NumPy, SciPy, "
+                               "Python, lysep), or run lysep on a machine with theirs")
+        versions = sorted({p[0].get("lysep", "?") for p in theirs.values() if isinstance(p, tuple)}
+                          - {mine.get("lysep", "?")})
+        return [f"workers run lysep {', '.join(versions)}, this machine {mine.get('lysep', '?')}"] if versions else []
 
     def __enter__(self) -> "Session":
         return self

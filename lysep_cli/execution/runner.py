@@ -29,15 +29,15 @@ from lysep_cli.execution import stopping, workers
 from lysep_cli.execution.memory import tune_malloc
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, relative_l2
+from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, loss, relative_l2
 from lysep_cli.numerics.network import Params
-from lysep_cli.numerics.sincos import numba_for_run
-from lysep_cli.solvers import solver_def
+from lysep_cli.numerics.sincos import NUMBA_UP_TO, numba_for_run  # NUMBA_UP_TO: hashed in the numerics id
+from lysep_cli.solvers import seeds_of, solver_def
 from lysep_cli.solvers.base import SolveResult, copy_params, diverged
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store import records
-from lysep_cli.store.fingerprint import EXACT_KEYS, fingerprint
+from lysep_cli.store.fingerprint import EXACT_KEYS, differing, fingerprint, same_platform
 from lysep_cli.store.schema import (Expected, Final, NewerRecordError, RecordError, RunRecord,
                                     describe_difference, differences, expected, jsonable)
 
@@ -57,13 +57,6 @@ class RunKey:
 
 # ---------------------------------------------------------------------------------------------
 # One run, no file I/O.
-
-#: per solver, the size of a run's (M, N_train) arrays above which it skips numba's kernels for the NumPy
-#: paths of σ and the fit matrix (the same bits; docs/engine.md). LySep at elliptic-10d (3,150): 0.99-1.04x
-#: the time per sweep without them, ~100 MB less peak memory; PINN there is 1.12x slower without them, so
-#: it (and every solver not named) keeps them at every size
-NUMBA_UP_TO: dict[str, int] = {"lysep": 2**18}
-
 
 def keeps_checkpoint(solver: str) -> bool:
     """Whether a run of ``solver`` saves checkpoints: its solver declares it can (LySep) and they are on."""
@@ -126,7 +119,7 @@ def _record(spec: ExperimentSpec, key: RunKey, iterations: int, result: SolveRes
     problem, train = data.problem, data.training
     settings = spec.solvers[key.solver]
     with np.errstate(all="ignore"):
-        J = network.pinn_loss(result.params, train.Z, train.coef, train.Y)
+        J = loss(result.params, train.Z, train.coef, train.Y)
         l2 = relative_l2(problem, result.params, Z_test=data.Z_test)
 
     status, message, diverged_at = result.status, result.message, result.diverged_at
@@ -242,7 +235,7 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str],
     for solver in solvers:
         want = expected(spec, solver, iterations, sha)
         for L, M in (sizes[solver] if isinstance(sizes, dict) else sizes):
-            for seed in seeds:
+            for seed in seeds_of(solver, seeds):
                 key = RunKey(solver, L, M, seed)
                 json_path, _ = records.record_paths(results_dir, spec.name, solver, L, M, seed)
                 if not json_path.exists():
@@ -454,9 +447,15 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
 def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
                     reporter: Reporter, cluster: Any, sweep: Sweep) -> None:
     """One task per run on a dask cluster (``cluster`` is a :class:`lysep_cli.execution.cluster.Session`);
-    the records are written here, by the client, as the tasks finish."""
+    the records are written here, by the client, as the tasks finish: those made on this machine's
+    platform (:func:`same_platform`); another's is a failed run, never mixed in silently."""
+    here = fingerprint()
     with closing(cluster.results(spec, keys, iterations, reporter)) as outcomes:  # closed: cancels the rest
         for out in outcomes:
+            if out.error is None and not same_platform(here, out.record.versions):
+                out.error = (f"made on another platform than this machine's ("
+                             f"{'; '.join(differing(here, out.record.versions, EXACT_KEYS))}): not written, "
+                             "one results directory holds one platform's bits (docs/cluster.md)")
             if out.error is not None:
                 sweep.failed.append((out.key, out.error))
                 reporter.failed(out.key, out.error)

@@ -1,4 +1,8 @@
-"""Figures of merit of a trained network, computed by the runner from the parameters alone."""
+"""Figures of merit of a trained model, computed by the runner from the parameters alone.
+
+A model is an FNN [(W_1, b_1), ..., (W_L, b_L)] (L >= 2) or a polynomial [(E, c)] (the ``poly`` baseline,
+lysep_cli/numerics/polynomial.py): :func:`phi` and :func:`loss` evaluate either.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,21 @@ from typing import Sequence
 
 import numpy as np
 
-from lysep_cli.numerics import network
+from lysep_cli.numerics import network, polynomial
 from lysep_cli.numerics.network import Params
-from lysep_cli.numerics.problems import Problem
+from lysep_cli.numerics.problems import OperatorCoefficients, Problem
+
+
+def phi(params: Params, Z: np.ndarray) -> np.ndarray:
+    """phi(Z) of the model, (N,), Z (n_in, N)."""
+    return polynomial.value(params, Z) if polynomial.is_polynomial(params) else network.value(params, Z)
+
+
+def loss(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray) -> float:
+    """J = (1/N) ||R||^2 of the model (`eq:J-elliptic`, `eq:J-parabolic`, `eq:J-hyberbolic`)."""
+    if polynomial.is_polynomial(params):
+        return polynomial.loss(params, Z, coef, Y)
+    return network.pinn_loss(params, Z, coef, Y)
 
 
 def relative_l2(problem: Problem, params: Params, Z_test: np.ndarray) -> float | None:
@@ -20,7 +36,7 @@ def relative_l2(problem: Problem, params: Params, Z_test: np.ndarray) -> float |
     """
     if problem.u is None:
         return None
-    psi = problem.boundary_factor(Z_test) * network.value(params, Z_test)
+    psi = problem.boundary_factor(Z_test) * phi(params, Z_test)
     u = problem.u(Z_test)
     return float(np.sqrt(np.sum((psi - u) ** 2) / np.sum(u ** 2)))
 

@@ -1,25 +1,37 @@
 """Cell-level reproduction: do two sets of runs of one cell (experiment, solver, L, M) agree over seeds?
 
-What the paper reports is a cell's mean and spread over its 10 seeds, so that is what a reproduction on
-another platform, a user's own rerun or an archive made with new kernels must match.  Per cell and per
-quantity q in {final J, final l2}, with a = the reference runs and b = the compared runs:
+What the paper reports is a cell's mean and spread over its seeds, so that is what a reproduction on
+another platform, a user's own rerun or an archive made with new kernels must match.  Per cell, with
+a = the reference runs and b = the compared runs, and per quantity q in {final J, final l2}, one of three
+modes (docs/reproducibility.md, "the cell rule"):
 
-* the ratio of geometric means  r = exp(mean log q_b - mean log q_a)  (the effect size), and
-* the two-sided Mann-Whitney U test of q_a against q_b (:func:`scipy.stats.mannwhitneyu`; exact p for
-  these sample sizes).
+per-seed bound (``SEED_BOUND_SOLVERS``, both sides the same seeds)
+    Solvers whose runs stay within round-off (PINN, rfls: 1.3e-4 at most between two code versions and
+    two platforms, measured): every seed's q_b / q_a - 1 within ``SEED_BOUND``.
+paired (the other solvers, both sides the same seeds)
+    The per-seed log ratios d_i = log q_b,i - log q_a,i; the two-sided Wilcoxon signed-rank test of
+    d (:func:`scipy.stats.wilcoxon`, exact null distribution) fires when ``p < ALPHA`` *and* the paired
+    geometric-mean ratio exp(mean d) moved by more than ``FLOOR`` (the effect floor: round-off moves
+    every seed of some cells the same way by 1e-4, which the test alone would call significant).
+unpaired (different seeds on the two sides, or a chaotic solver: ``CHAOTIC_SOLVERS``)
+    The two-sided Mann-Whitney U test of q_a against q_b (:func:`scipy.stats.mannwhitneyu`), with the
+    same floor on the ratio of geometric means gm_b / gm_a.  L-BFGS's line search takes other branches
+    when round-off moves, so its seeds are new draws after a kernel change, and pairing means nothing.
 
-The cell DIFFERS when, for J or l2, ``p < ALPHA`` or ``r`` is outside ``[1/RATIO_BOUND, RATIO_BOUND]``.
+In every mode the cell DIFFERS too when the ratio of geometric means (paired: exp(mean d)) or the ratio
+of the arithmetic means (what the tables show) leaves ``[1/RATIO_BOUND, RATIO_BOUND]``, and when a
+seed that both sides hold **changed regime**: its final J moved by a factor of ``REGIME`` or more either
+way (|log10(J_b / J_a)| >= 1), or is finite on one side only (a diverged run).
 
-Why these: a reproduction that is off is off in level (all seeds better or worse), so the test is the
-rank-sum test, the most powerful rank test for a shift; ranks make it indifferent to the log and let a
-diverged run (non-finite J, ranked last) take part.  Anderson-Darling's k-sample p-value is clipped to
-[0.001, 0.25] in SciPy and Kolmogorov-Smirnov has little power at n = 10.  A test alone cannot tell "the
-same" from "too few seeds to see it": a 3x shift in a cell whose seeds spread over two decades passes
-it, so the bound on r is the second half of the rule.  The rule is made for the same seeds on both
-sides (a rerun, or another archive of the same seeds), where round-off moves each seed by 1e-4 or less;
-between different seeds of one cell the geometric means of 5 seeds can differ by more than 2x.  Its
-power and false-alarm rate are measured in docs/reproducibility.md
-(studies/cellstats_power.py).
+A comparison that cannot decide is PARTIAL (a failure of ``lysep verify --against`` unless
+``--allow-partial``): the seed sets differ, or the values are not bit-identical on both sides and there
+are fewer seeds than the mode's test needs to reach p < ALPHA at all: ``MIN_PAIRED`` pairs (the exact signed-rank p is at least 2 / 2^n: 0.0078 at 8) or
+``MIN_UNPAIRED`` runs a side (the U test's p is at least 2 / C(2n, n): 0.0079 at 5 + 5).  The bounds
+and the regime rule still apply to it, so a PARTIAL cell can also DIFFER.
+
+Diverged or non-finite values count as +inf: the worst rank; they take no part in the means.  The
+statistics are vectorised over a leading batch axis (:func:`cell_statistics`), which the power study
+(studies/verify_power.py) uses to simulate thousands of cells.
 """
 
 from __future__ import annotations
@@ -31,17 +43,33 @@ from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, wilcoxon
 
 from lysep_cli.store.schema import RunRecord
 
 ALPHA = 0.01
 RATIO_BOUND = 2.0
-#: a seed whose final J moved by more than this factor is named in the line (the verdict is the rule's)
-SEED_NOTE = 10.0
+#: the effect floor: a test fires only when the (paired) geometric-mean ratio moved by more than this
+FLOOR = 0.01
+#: a seed whose final J moved by this factor or more, either way, changed regime
+REGIME = 10.0
+SEED_NOTE = REGIME  # the name of earlier versions
+#: per-seed relative bound of the solvers that stay within round-off (6x the largest move measured)
+SEED_BOUND = 1e-3
+#: pairs the signed-rank test needs to reach p < ALPHA (two-sided exact p >= 2 / 2^n)
+MIN_PAIRED = 8
+#: runs per side the U test needs to reach p < ALPHA (two-sided exact p >= 2 / C(2n, n))
+MIN_UNPAIRED = 5
+#: solvers judged seed by seed when the seeds match (their final values move by round-off only:
+#: 1.3e-13 (PINN) and 1.2e-4 (rfls, 2-D l2) between the archive and the finals of the code before it)
+SEED_BOUND_SOLVERS = frozenset({"pinn", "rfls"})
+#: solvers whose seeds are new draws after any change of round-off (L-BFGS: single runs moved by up to
+#: 77 % across platforms, and 16x between two code versions): always compared unpaired
+CHAOTIC_SOLVERS = frozenset({"pinn-lbfgs"})
 #: random splits behind the no-change alarm rate printed for a cell that differs (split_alarm_rate)
 SPLIT_DRAWS = 4000
 QUANTITIES = ("J", "l2")
+MODES = ("per-seed", "paired", "unpaired")
 
 Cell = tuple[str, str, int, int]
 
@@ -58,19 +86,193 @@ def by_cell(records: Iterable[RunRecord]) -> dict[Cell, list[RunRecord]]:
     return {c: sorted(rs, key=lambda r: r.seed) for c, rs in sorted(out.items())}
 
 
+def mode_of(solver: str, same_seeds: bool) -> str:
+    """How a cell of ``solver`` is compared (module docstring)."""
+    if not same_seeds or solver in CHAOTIC_SOLVERS:
+        return "unpaired"
+    return "per-seed" if solver in SEED_BOUND_SOLVERS else "paired"
+
+
+def too_few(mode: str, n_a: int, n_b: int) -> bool:
+    """Whether the mode's test cannot reach p < ALPHA with these sizes (the per-seed bound needs one)."""
+    need = {"per-seed": 1, "paired": MIN_PAIRED, "unpaired": MIN_UNPAIRED}[mode]
+    return min(n_a, n_b) < need
+
+
+# ---------------------------------------------------------------------------------------------
+# The statistics, vectorised over a batch of simulated cells (B, n).
+
+def _logs(values: np.ndarray) -> np.ndarray:
+    """log of values > 0; +inf for a non-finite or non-positive value (a diverged run)."""
+    v = np.asarray(values, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.log(v)
+    out[~(np.isfinite(v) & (v > 0))] = np.inf
+    return out
+
+
+def _finite_mean(x: np.ndarray) -> np.ndarray:
+    """Mean over the last axis of the finite entries (NaN where there is none)."""
+    ok = np.isfinite(x)
+    count = ok.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, np.where(ok, x, 0.0).sum(axis=-1) / count, np.nan)
+
+
+def _method(n: int) -> str:
+    """The signed-rank test's null distribution: exact up to 50 pairs (tied |d| take midranks; SciPy's
+    "auto" would turn to a permutation test, 0.2 s a cell), the normal approximation beyond."""
+    return "exact" if n <= 50 else "approx"
+
+
+def signed_rank_p(d: np.ndarray) -> np.ndarray:
+    """Two-sided Wilcoxon signed-rank p of each row of ``d`` (B, n) (:func:`scipy.stats.wilcoxon`): zero
+    differences dropped (Wilcoxon's rule), +-inf ranked beyond every finite one; 1 for a row with no
+    nonzero entry.  Rows without zeros in one vectorised call, the others one by one."""
+    d = np.asarray(d, dtype=float)
+    finite = np.where(np.isfinite(d), d, 0.0)
+    big = np.abs(finite).max(axis=-1, keepdims=True) + 1.0
+    d = np.where(np.isinf(d), np.sign(d) * big, np.nan_to_num(d))  # both sides diverged: NaN -> 0
+    p = np.ones(d.shape[0])
+    clean = (d != 0).all(axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if clean.any() and d.shape[1] > 0:
+            p[clean] = wilcoxon(d[clean], axis=1, method=_method(d.shape[1])).pvalue
+        for i in np.flatnonzero(~clean):
+            row = d[i][d[i] != 0]
+            if row.size:
+                p[i] = wilcoxon(row, method=_method(row.size)).pvalue
+    return np.nan_to_num(p, nan=1.0)
+
+
+def rank_sum_p(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Two-sided Mann-Whitney U p of each row pair of ``a`` (B, n_a) and ``b`` (B, n_b); 1 where every
+    value ties (U is undefined)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    allv = np.concatenate([a, b], axis=1)
+    ties = (allv == allv[:, :1]).all(axis=1)
+    p = np.ones(a.shape[0])
+    if (~ties).any():
+        p[~ties] = mannwhitneyu(a[~ties], b[~ties], axis=1, alternative="two-sided").pvalue
+    return p
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """One quantity of a batch of B cells, each entry (B,): ``ratio`` the effect size (paired:
+    exp(mean d); unpaired: gm_b / gm_a), ``p`` the mode's test (NaN in per-seed mode), ``mean_ratio``
+    the ratio of the arithmetic means, ``worst`` / ``worst_at`` the largest |q_b/q_a - 1| over the seeds
+    and its index (per-seed mode; 0 elsewhere), ``gm_a`` / ``gm_b`` the geometric means."""
+
+    gm_a: np.ndarray
+    gm_b: np.ndarray
+    ratio: np.ndarray
+    p: np.ndarray
+    mean_ratio: np.ndarray
+    worst: np.ndarray
+    worst_at: np.ndarray
+
+
+def cell_statistics(mode: str, a: np.ndarray, b: np.ndarray) -> Statistics:
+    """The statistics of one quantity: ``a`` (B, n_a) reference values, ``b`` (B, n_b) compared values
+    (per-seed and paired modes: the same seeds in the same order, n_a = n_b)."""
+    la, lb = _logs(a), _logs(b)
+    gm_a, gm_b = np.exp(_finite_mean(la)), np.exp(_finite_mean(lb))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_ratio = _finite_mean(np.where(np.isfinite(lb), np.exp(lb), np.nan)) / \
+            _finite_mean(np.where(np.isfinite(la), np.exp(la), np.nan))
+        if mode == "unpaired":
+            ratio = gm_b / gm_a
+            p = rank_sum_p(np.where(np.isfinite(la), la, np.inf), np.where(np.isfinite(lb), lb, np.inf))
+            worst = np.zeros(len(ratio))
+            worst_at = np.zeros(len(ratio), dtype=int)
+        else:
+            d = lb - la  # +-inf: finite on one side only; NaN: diverged on both (the same)
+            ratio = np.exp(_finite_mean(np.where(np.isnan(d), 0.0, d)))
+            p = signed_rank_p(d) if mode == "paired" else np.full(len(ratio), np.nan)
+            moved = np.abs(np.expm1(np.where(np.isnan(d), 0.0, d)))
+            worst_at = np.argmax(moved, axis=1) if d.shape[1] else np.zeros(len(ratio), dtype=int)
+            worst = moved[np.arange(len(ratio)), worst_at] if d.shape[1] else np.zeros(len(ratio))
+    none = ~np.isfinite(gm_a) & ~np.isfinite(gm_b)  # nothing to compare (no l2 without an exact u)
+    ratio = np.where(none, 1.0, ratio)
+    mean_ratio = np.where(np.isnan(mean_ratio) & none, 1.0, mean_ratio)
+    return Statistics(gm_a, gm_b, ratio, np.where(none & (mode != "per-seed"), 1.0, p), mean_ratio, worst,
+                      worst_at)
+
+
+def _outside(r: np.ndarray) -> np.ndarray:
+    """Whether a ratio leaves [1/RATIO_BOUND, RATIO_BOUND] (NaN and inf count as outside)."""
+    with np.errstate(invalid="ignore"):
+        return ~((r >= 1 / RATIO_BOUND) & (r <= RATIO_BOUND))
+
+
+def fires(mode: str, s: Statistics) -> dict[str, np.ndarray]:
+    """Which criteria of the rule fire, per cell of the batch: "seed" (per-seed bound), "test" (the
+    mode's test beyond the floor), "ratio" (geometric means), "mean" (arithmetic means)."""
+    with np.errstate(invalid="ignore"):
+        beyond_floor = np.abs(np.log(s.ratio)) > math.log1p(FLOOR)
+    return {"seed": (s.worst > SEED_BOUND) if mode == "per-seed" else np.zeros(len(s.ratio), dtype=bool),
+            "test": (np.nan_to_num(s.p, nan=1.0) < ALPHA) & np.nan_to_num(beyond_floor, nan=True),
+            "ratio": _outside(s.ratio), "mean": _outside(s.mean_ratio)}
+
+
+def regime_changes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(B, n) whether each matched seed's J changed regime: moved by REGIME x or more either way, or
+    finite on one side only; ``a``, ``b`` (B, n) the J of the same seeds."""
+    a, b = (np.where(np.isfinite(v) & (v > 0), v, np.inf) for v in (np.asarray(x, dtype=float) for x in (a, b)))
+    both_inf = np.isinf(a) & np.isinf(b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return ~both_inf & ((b / a >= REGIME) | (a / b >= REGIME) | np.isinf(a) | np.isinf(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# One cell.
+
 @dataclass(frozen=True)
 class QuantityTest:
-    """One quantity of one cell: geometric means (finite values), their ratio b/a, the U test's p."""
+    """One quantity of one cell: geometric means (finite values), the effect size ``ratio`` (paired:
+    exp(mean d)), the test's ``p`` (NaN: none in per-seed mode), the arithmetic means' ratio, and the
+    largest per-seed move (per-seed mode) with its seed."""
 
     name: str
     gm_a: float
     gm_b: float
     ratio: float
     p: float
+    mode: str = "unpaired"
+    mean_ratio: float = 1.0
+    worst: float = 0.0
+    worst_seed: int | None = None
+
+    def reasons(self) -> list[str]:
+        """Why this quantity makes the cell differ ([] when it does not)."""
+        s = Statistics(*(np.array([x]) for x in (self.gm_a, self.gm_b, self.ratio, self.p, self.mean_ratio,
+                                                 self.worst, 0)))
+        hit = {k: bool(v[0]) for k, v in fires(self.mode, s).items()}
+        test = "signed-rank" if self.mode == "paired" else "rank-sum"
+        out = []
+        if hit["seed"]:
+            out.append(f"{self.name} of seed {self.worst_seed} moved {self.worst:.1e} > {SEED_BOUND:g}")
+        if hit["test"]:
+            out.append(f"{self.name} {test} p={self.p:.2g} < {ALPHA:g}, x{self.ratio:.4g}")
+        if hit["ratio"]:
+            out.append(f"{self.name} geometric mean x{self.ratio:.3g} outside [1/{RATIO_BOUND:g}, {RATIO_BOUND:g}]")
+        if hit["mean"]:
+            out.append(f"{self.name} mean x{self.mean_ratio:.3g} outside [1/{RATIO_BOUND:g}, {RATIO_BOUND:g}]")
+        return out
 
     @property
     def differs(self) -> bool:
-        return self.p < ALPHA or not (1 / RATIO_BOUND <= self.ratio <= RATIO_BOUND)
+        return bool(self.reasons())
+
+    def text(self) -> str:
+        head = f"{self.name} {self.gm_a:.3g} -> {self.gm_b:.3g} (x{self.ratio:.3g}"
+        if self.mode == "per-seed":
+            head += f", largest seed move {self.worst:.1e}"
+        else:
+            head += f", p={self.p:.2g}"
+        return head + f", mean x{self.mean_ratio:.3g})"
 
 
 @dataclass(frozen=True)
@@ -82,31 +284,40 @@ class CellComparison:
     n_b: int
     tests: tuple[QuantityTest, ...]
     same_seeds: bool = True
-    moved: tuple[tuple[int, float, float], ...] = ()  # (seed, J a, J b) of seeds whose J moved > SEED_NOTE x
+    moved: tuple[tuple[int, float, float], ...] = ()  # (seed, J a, J b) of the seeds that changed regime
     split_alarms: float | None = None  # of a cell that differs: :func:`split_alarm_rate`
+    mode: str = "unpaired"
+    partial: tuple[str, ...] = ()  # why the comparison cannot decide (missing seeds, too few)
+
+    def reasons(self) -> list[str]:
+        out = [f"seed {s} changed regime (J x{jb / ja:.3g})" if math.isfinite(ja) and math.isfinite(jb)
+               else f"seed {s} finite on one side only" for s, ja, jb in self.moved]
+        return out + [r for t in self.tests for r in t.reasons()]
 
     @property
     def verdict(self) -> str:
-        if min(self.n_a, self.n_b) < 2:
-            return "too few"
-        return "DIFFERS" if any(t.differs for t in self.tests) else "agrees"
+        if self.reasons():
+            return "DIFFERS"
+        return "PARTIAL" if self.partial else "agrees"
 
     @property
     def ok(self) -> bool:
-        return self.verdict != "DIFFERS"
+        return self.verdict == "agrees"
 
     def line(self) -> str:
         e, s, L, M = self.cell
-        parts = [f"{t.name} {t.gm_a:.3g} -> {t.gm_b:.3g} (x{t.ratio:.3g}, p={t.p:.2g})" for t in self.tests]
-        text = f"{self.verdict:<9} {e} {s} L{L}-M{M}: n {self.n_a}/{self.n_b}; " + "; ".join(parts)
+        text = (f"{self.verdict:<9} {e} {s} L{L}-M{M}: n {self.n_a}/{self.n_b}; "
+                + "; ".join(t.text() for t in self.tests) + f"; {self.mode}")
         if self.moved:
-            text += f"; J moved more than {SEED_NOTE:g}x: " + ", ".join(
+            text += f"; J moved {REGIME:g}x or more: " + ", ".join(
                 f"seed {seed} {ja:.3g} -> {jb:.3g}" for seed, ja, jb in self.moved)
+        if self.reasons():
+            text += "; differs: " + ", ".join(self.reasons())
+        if self.partial:
+            text += "; partial: " + ", ".join(self.partial)
         if self.split_alarms is not None:
             text += (f"; a random split of the two sides' {self.n_a + self.n_b} runs puts the ratio outside "
                      f"the bound in {100 * self.split_alarms:.0f} % of splits")
-        if not self.same_seeds:
-            text += " [other seeds: the rule is made for the same seeds, see docs/reproducibility.md]"
         return text
 
 
@@ -119,35 +330,24 @@ def _values(records: Sequence[RunRecord], name: str) -> list[float]:
     return out
 
 
-def _geometric_mean(values: Sequence[float]) -> float:
-    finite = [v for v in values if math.isfinite(v)]
-    return math.exp(sum(math.log(v) for v in finite) / len(finite)) if finite else math.inf
-
-
-def compare_quantity(a: Sequence[float], b: Sequence[float], name: str) -> QuantityTest:
-    """The effect size and the U test of one quantity (values > 0; +inf allowed)."""
-    if not any(math.isfinite(v) for v in list(a) + list(b)):
-        return QuantityTest(name, math.nan, math.nan, 1.0, 1.0)  # nothing to compare (no l2 without an exact u)
-    gm_a, gm_b = _geometric_mean(a), _geometric_mean(b)
-    ratio = gm_b / gm_a if math.isfinite(gm_a) and math.isfinite(gm_b) else math.inf
-    if list(a) == list(b) or len(set(a) | set(b)) == 1:
-        p = 1.0  # identical samples (U is undefined when every value ties)
-    else:
-        p = float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
-    return QuantityTest(name, gm_a, gm_b, ratio, p)
+def compare_quantity(a: Sequence[float], b: Sequence[float], name: str, mode: str = "unpaired",
+                     seeds: Sequence[int] = ()) -> QuantityTest:
+    """The statistics of one quantity of one cell (values > 0; +inf allowed)."""
+    s = cell_statistics(mode, np.array([a], dtype=float), np.array([b], dtype=float))
+    first = {k: float(getattr(s, k)[0]) for k in ("gm_a", "gm_b", "ratio", "p", "mean_ratio", "worst")}
+    at = int(s.worst_at[0])
+    return QuantityTest(name, first["gm_a"], first["gm_b"], first["ratio"], first["p"], mode,
+                        first["mean_ratio"], first["worst"], seeds[at] if mode == "per-seed" and seeds else None)
 
 
 def _moved_seeds(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> tuple[tuple[int, float, float], ...]:
-    """Seeds on both sides whose final J differs by more than SEED_NOTE x (or is finite on one side only):
-    a regime change of one seed (e.g. a LySep run that stays on the ridge plateau), which the rule's
-    geometric means can absorb, but a table's mean cannot."""
+    """Seeds on both sides whose final J changed regime (:func:`regime_changes`)."""
     jb = dict(zip((r.seed for r in b), _values(b, "J")))
-    out = []
-    for seed, ja in zip((r.seed for r in a), _values(a, "J")):
-        if seed in jb and not (ja == jb[seed] or (math.isfinite(ja) and math.isfinite(jb[seed])
-                                                  and 1 / SEED_NOTE <= jb[seed] / ja <= SEED_NOTE)):
-            out.append((seed, ja, jb[seed]))
-    return tuple(sorted(out))
+    pairs = [(r.seed, ja, jb[r.seed]) for r, ja in zip(a, _values(a, "J")) if r.seed in jb]
+    if not pairs:
+        return ()
+    hit = regime_changes(np.array([[p[1] for p in pairs]]), np.array([[p[2] for p in pairs]]))[0]
+    return tuple(sorted(p for p, h in zip(pairs, hit) if h))
 
 
 def split_alarm_rate(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], draws: int = SPLIT_DRAWS,
@@ -161,7 +361,7 @@ def split_alarm_rate(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]],
     n_a = len(a[0])
     rng = np.random.default_rng(seed)
     order = np.argsort(rng.random((draws, n_a + len(b[0]))), axis=1)  # one permutation per draw
-    fires = np.zeros(draws, dtype=bool)
+    fired = np.zeros(draws, dtype=bool)
     for qa, qb in zip(a, b):
         logs = np.log(np.asarray(list(qa) + list(qb), dtype=float))  # +inf (diverged) stays +inf
         logs[~np.isfinite(logs)] = np.nan  # the geometric means use the finite values
@@ -169,16 +369,31 @@ def split_alarm_rate(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]],
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a group with no finite value: NaN, no alarm
             r = np.nanmean(split[:, n_a:], axis=1) - np.nanmean(split[:, :n_a], axis=1)
-        fires |= np.abs(np.nan_to_num(r, nan=0.0)) > math.log(RATIO_BOUND)
-    return float(np.mean(fires))
+        fired |= np.abs(np.nan_to_num(r, nan=0.0)) > math.log(RATIO_BOUND)
+    return float(np.mean(fired))
 
 
 def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> CellComparison:
-    tests = tuple(compare_quantity(_values(a, q), _values(b, q), q) for q in QUANTITIES)
-    comparison = CellComparison(cell, len(a), len(b), tests, [r.seed for r in a] == [r.seed for r in b],
-                                _moved_seeds(a, b))
+    """The rule on one cell (module docstring); ``a``, ``b`` in seed order (:func:`by_cell`)."""
+    seeds_a, seeds_b = [r.seed for r in a], [r.seed for r in b]
+    same = seeds_a == seeds_b
+    mode = mode_of(cell[1], same)
+    partial = []
+    if not same:
+        only_a, only_b = sorted(set(seeds_a) - set(seeds_b)), sorted(set(seeds_b) - set(seeds_a))
+        partial.append("missing seed(s): " + "; ".join(
+            f"{', '.join(map(str, s))} only on the {side} side" for s, side in ((only_a, "reference"),
+                                                                                 (only_b, "other")) if s))
+    identical = same and all(_values(a, q) == _values(b, q) for q in QUANTITIES)
+    if too_few(mode, len(a), len(b)) and not identical:  # bit-identical seeds need no test
+        need = MIN_PAIRED if mode == "paired" else MIN_UNPAIRED
+        partial.append(f"too few: {min(len(a), len(b))} seed(s), the {mode} test needs {need} to reach "
+                       f"p < {ALPHA:g}")
+    tests = tuple(compare_quantity(_values(a, q), _values(b, q), q, mode, seeds_a) for q in QUANTITIES)
+    comparison = CellComparison(cell, len(a), len(b), tests, same, _moved_seeds(a, b), mode=mode,
+                                partial=tuple(partial))
     if comparison.verdict == "DIFFERS":
-        live = [q for q, t in zip(QUANTITIES, tests) if not math.isnan(t.gm_a)]  # quantities with values
+        live = [q for q, t in zip(QUANTITIES, tests) if math.isfinite(t.gm_a)]  # quantities with values
         comparison = replace(comparison, split_alarms=split_alarm_rate([_values(a, q) for q in live],
                                                                       [_values(b, q) for q in live]))
     return comparison

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lysep_cli.reports.selection import Selection, display_name, solver_key
+from lysep_cli.solvers import seeds_of
 from lysep_cli.specs import ExperimentSpec, seed_ranges
 from lysep_cli.store.checkpoint import checkpoint_path, saved_sweeps
 from lysep_cli.store.fingerprint import UNRECORDED
@@ -100,7 +101,7 @@ def archive_status(sel: Selection, chosen: list[ExperimentSpec], solvers: set[st
             by_cell.setdefault((r.solver, r.L, r.M), []).append(r)
         for solver in sorted(names, key=solver_key):
             for L, M in spec.sizes_for(solver):
-                expected = tuple(sorted((seeds or {}).get(spec.name, spec.seeds)))
+                expected = tuple(sorted(seeds_of(solver, (seeds or {}).get(spec.name, spec.seeds))))
                 cell = CellStatus(spec.name, solver, L, M, expected,
                                   iterations=sel.iterations.get(spec.name, spec.iterations))
                 for r in by_cell.get((solver, L, M), []):

@@ -23,7 +23,7 @@ from tabulate import tabulate
 
 from lysep_cli.reports.selection import (Selection, aggregate, dash, display_name, order_solvers, pm,
                                          published, published_row)
-from lysep_cli.solvers import PAPER_SOLVERS
+from lysep_cli.solvers import PAPER_SOLVERS, seeds_of
 from lysep_cli.specs import ExperimentSpec
 
 J_SYMBOL = {"elliptic": "J^{e}", "parabolic": "J^{p}", "hyperbolic": "J^{h}"}
@@ -42,7 +42,6 @@ def _table_rows(df: pd.DataFrame, spec: ExperimentSpec, latex: bool, iterations:
 
     ``left_out``: the "Not shown: ..." note of the records that do not match the spec (None if none).
     """
-    requested = len(spec.seeds)
     have_sizes = {(int(L), int(M)) for L, M in zip(df["L"], df["M"])}
     sizes = [s for s in spec.sizes if s in have_sizes] + sorted(have_sizes - set(spec.sizes))
     notes: list[str] = []
@@ -52,6 +51,7 @@ def _table_rows(df: pd.DataFrame, spec: ExperimentSpec, latex: bool, iterations:
     for L, M in sizes:
         sub = df[(df["L"] == L) & (df["M"] == M)]
         for solver in order_solvers(set(sub["solver"]) | set(PAPER_SOLVERS)):
+            requested = len(seeds_of(solver, spec.seeds))
             found = sub[sub["solver"] == solver]
             paper = published_row(spec.name, L, M, solver) if solver in PAPER_SOLVERS else None
             if found.empty and paper is None:
@@ -83,6 +83,10 @@ def _table_rows(df: pd.DataFrame, spec: ExperimentSpec, latex: bool, iterations:
     quote = ("``", "''") if latex else ('"', '"')
     if any(s not in PAPER_SOLVERS for s in set(df["solver"])):
         notes.append(("$^{\\dagger}$" if latex else "†") + " not in the paper (extra baseline of this project).")
+    if "poly" in set(df["solver"]):
+        degree = f" {spec.solvers['poly'].degree}" if "poly" in spec.solvers else " k"  # type: ignore[attr-defined]
+        notes.append(f"poly: the least-squares polynomial of total degree{degree} (docs/baselines.md), M = its P "
+                     "coefficients; it does not depend on the seed: one run (the first seed) stands for all.")
     notes.append("Seeds: runs aggregated / seeds requested by the spec"
                  + ("; " + flag.strip() + " fewer than requested" if short else "")
                  + "; diverged runs are counted apart and excluded from the statistics.")

@@ -23,16 +23,22 @@ statistical (per cell)
     Every seed of the cell rerun, and the rerun's final J and l2 compared with the archive's over the
     seeds (lysep_cli/reports/cellstats.py).
 
-``lysep verify --weights`` does not train: :func:`reevaluate` computes J and the l2 error of each run's
-saved network from the archive's own files and compares them with the record's final values:
-bit-identical on the platform that made them; elsewhere within max(WEIGHTS_TOLERANCE, SENSITIVITY_FACTOR *
-delta), where delta is how far J (l2) moves when every weight and every datum is changed by one ulp (a
-fit whose residual is 1e-21 cancels terms of size 1, so another BLAS kernel moves its J by 1e-5; a PINN
-run's J moves by 1e-15).  An altered weight is caught wherever it is.
+``lysep verify --weights`` does not train: :func:`reevaluate` checks the record's seal (the sha256 of its
+JSON, :func:`lysep_cli.store.records.seal_of`: an edited final value fails), then computes J and the l2
+error of each run's saved network from the archive's own files and compares them with the record's final
+values: bit-identical on the platform that made them (no tolerance); elsewhere within min(WEIGHTS_CAP,
+max(WEIGHTS_TOLERANCE, SENSITIVITY_FACTOR * delta)), where delta is how far J (l2) moves when every weight
+and every datum is changed by one ulp (a fit whose residual is 1e-12 cancels terms of size 1, so another
+BLAS kernel moves its J by up to 6e-3; a PINN run's J moves by 1e-15; studies/weights_spread.py).
+
+A run that a tolerant rerun checked on a prefix of its history only, or that is ill-conditioned, is
+"unverified": its cell is rerun at the statistical level when cheap, else it stays unverified (never "ok").
+``--level`` is honoured or refused (:func:`check_level`), never switched.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +50,13 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.execution.runner import RunKey, execute, execute_stack
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import problem_of
-from lysep_cli.numerics.metrics import finite_or_none, relative_l2
+from lysep_cli.numerics.metrics import finite_or_none, loss, relative_l2
 from lysep_cli.numerics.network import Params
-from lysep_cli.reports.cellstats import (ALPHA, RATIO_BOUND, Cell, by_cell, cell_of, compare_archives,
+from lysep_cli.reports.cellstats import (ALPHA, CHAOTIC_SOLVERS, FLOOR, RATIO_BOUND, REGIME, SEED_BOUND,
+                                         SEED_BOUND_SOLVERS, Cell, by_cell, cell_of, compare_archives,
                                          compare_cell)
 from lysep_cli.solvers import solver_def
-from lysep_cli.specs import ExperimentSpec
+from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import records
 from lysep_cli.store.fingerprint import differing, fingerprint, same_platform
 from lysep_cli.store.schema import RunRecord
@@ -62,6 +69,11 @@ TOL_FLOOR = 1e-10
 TOL_CAP = 1e-2
 #: the saved network re-evaluated against the record (well conditioned: 6e-13 across platforms)
 WEIGHTS_TOLERANCE = 1e-9
+#: the re-evaluation's tolerance never exceeds this, however sensitive the record (docs/reproducibility.md)
+WEIGHTS_CAP = 1e-2
+SEAL_NOTES = {"broken": "its seal does not match: the record's JSON was changed after it was written",
+              "unsealed": "no seal covers its final values (written before lysep sealed records: "
+                          "python -m lysep_cli.store.seal DIR)"}
 #: the re-evaluation's tolerance over its one-ulp sensitivity: other BLAS kernels (Sandybridge, SkylakeX)
 #: moved J and l2 by 1.5e-5 at most where the sensitivity was 5e-6 (rfm, parabolic-5d; measured)
 SENSITIVITY_FACTOR = 100.0
@@ -105,8 +117,10 @@ def tolerance(record: RunRecord) -> float | None:
 class Check:
     """The outcome of one rerun (or re-evaluation).
 
-    ``level``: "exact", "tolerant", "ill-conditioned" (no per-run verdict: the cell level judges) or
-    "weights".  ``max_rel`` / ``where``: the largest relative difference over the compared numbers and
+    ``level``: "exact", "tolerant", "prefix" (tolerant on the first PREFIX history entries: unverified
+    per run, its cell judges), "ill-conditioned" (no per-run verdict: the cell level judges), "weights"
+    (the saved network re-evaluated: ``tol`` 0 on the platform that made the record) or "seal" (the
+    record's seal broken or absent: fails).  ``max_rel`` / ``where``: the largest relative difference over the compared numbers and
     where it is; ``tol`` the tolerance applied; ``differs``: the fingerprint keys that differ.
     """
 
@@ -122,13 +136,19 @@ class Check:
 
     @property
     def ok(self) -> bool:
+        """Not a failure (an unverified run is not one either: see :attr:`unverified`)."""
         if self.identical:
             return True
-        if self.level in ("exact",):
+        if self.level in ("exact", "seal"):
             return False
         if self.level == "ill-conditioned":
             return True  # no per-run verdict; its cell is compared (cellstats)
         return self.max_rel <= self.tol
+
+    @property
+    def unverified(self) -> bool:
+        """Passed only what a per-run check can see of it: its cell must judge it (or it stays unverified)."""
+        return not self.identical and (self.level == "ill-conditioned" or (self.level == "prefix" and self.ok))
 
     def line(self) -> str:
         r = self.record
@@ -136,15 +156,22 @@ class Check:
         if self.identical:
             return f"ok        {cell}: exact, " + ("bit-identical" if self.what == "rerun" else
                                                    "J and l2 of the saved weights bit-identical to the record")
-        verdict = "ok" if self.ok else "MISMATCH"
+        verdict = "unverified" if self.unverified else "ok" if self.ok else "MISMATCH"
+        if self.level == "seal":
+            text = f"{verdict:<9} {cell}: {self.note}"
+            return text
         if self.level == "exact":
             text = (f"{verdict:<9} {cell}: exact level (same platform and numerics), yet largest relative "
                     f"difference {self.max_rel:.3e} ({self.where})")
         elif self.level == "ill-conditioned":
             text = (f"{'cell':<9} {cell}: kappa*eps = {condition(r) * EPS:.1e} > {TOL_CAP:g}, no per-run "
                     f"tolerance (difference {self.max_rel:.3e}, {self.where}): judged with its cell")
+        elif self.level == "weights" and self.tol == 0:
+            text = (f"{verdict:<9} {cell}: weights, exact (the platform that made the record: bit-identical "
+                    f"expected), relative difference {self.max_rel:.3e} ({self.where})")
         else:
-            text = (f"{verdict:<9} {cell}: {self.level}, largest relative difference {self.max_rel:.3e} "
+            level = "tolerant" if self.level == "prefix" else self.level
+            text = (f"{verdict:<9} {cell}: {level}, largest relative difference {self.max_rel:.3e} "
                     f"({self.where}) vs tolerance {self.tol:.1e}")
         if self.note:
             text += f"; {self.note}"
@@ -243,9 +270,9 @@ def judge(record: RunRecord, archived_params: Params, rerun: RunRecord, rerun_pa
     if _round_off_stable(record.solver):
         return Check(record, worst, where, False, "tolerant", tol, differs)
     head, head_where, _ = rerun_differences(record, archived_params, rerun, rerun_params, prefix=PREFIX)
-    return Check(record, head, head_where, False, "tolerant", tol, differs,
-                 note=f"first {PREFIX} entries ({record.solver} amplifies round-off; final values differ by "
-                      f"{worst:.1e}, judged with the cell)")
+    return Check(record, head, head_where, False, "prefix", tol, differs,
+                 note=f"first {PREFIX} entries only ({record.solver} amplifies round-off; final values differ by "
+                      f"{worst:.1e}: its cell judges them)")
 
 
 def rerun(spec: ExperimentSpec, record: RunRecord) -> tuple[RunRecord, Params]:
@@ -274,9 +301,14 @@ def verify(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, lev
     return judge(record, records.load_params(npz_path), new, params, level)
 
 
-def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path) -> Check:
-    """J (`eq:J-elliptic` & co.) and the relative l2 error of the saved network, from the archive's
-    files alone (the record's weights NPZ, the experiment's data.npz), against the record's final J, l2."""
+def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, exact: bool) -> Check:
+    """The record's seal, then J (`eq:J-elliptic` & co.) and the relative l2 error of the saved network, from
+    the archive's files alone (the record's weights NPZ, the experiment's data.npz), against the record's
+    final J, l2: bit for bit when ``exact`` (the platform that made the record), else within
+    min(WEIGHTS_CAP, max(WEIGHTS_TOLERANCE, SENSITIVITY_FACTOR * delta)) (module docstring)."""
+    state = records.seal_state(record)
+    if state != "sealed":
+        return Check(record, math.inf, "seal", False, "seal", what="weights", note=SEAL_NOTES[state])
     _, npz_path = records.record_paths(results_dir, record.experiment, record.solver, record.L, record.M,
                                        record.seed)
     params = records.load_params(npz_path)
@@ -284,16 +316,26 @@ def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path)
     problem = problem_of(spec)
     coef, Y = problem.coefficients(Z_train), problem.rhs(Z_train)
     with threadpool_limits(limits=1), np.errstate(all="ignore"):  # as the runner computed them
-        now = (finite_or_none(network.pinn_loss(params, Z_train, coef, Y)),
+        now = (finite_or_none(loss(params, Z_train, coef, Y)),
                finite_or_none(relative_l2(problem, params, Z_test)))
     recorded = (record.final.J, record.final.l2)
     if now == recorded:
-        return Check(record, 0.0, "final J", True, "weights", WEIGHTS_TOLERANCE, what="weights")
-    moved = _ulp_sensitivity(problem, params, Z_train, coef, Y, Z_test, now)
+        return Check(record, 0.0, "final J", True, "weights", what="weights")
     rels = [_rel(a, b) for a, b in zip(now, recorded)]
-    tols = [max(WEIGHTS_TOLERANCE, SENSITIVITY_FACTOR * m) for m in moved]
+    if exact:
+        k = max(range(2), key=lambda i: rels[i])
+        return Check(record, rels[k], ("final J", "final l2")[k], False, "weights", 0.0, what="weights")
+    moved = _ulp_sensitivity(problem, params, Z_train, coef, Y, Z_test, now)
+    tols = [weights_tolerance(m) for m in moved]
     k = max(range(2), key=lambda i: rels[i] / tols[i])
-    return Check(record, rels[k], ("final J", "final l2")[k], False, "weights", tols[k], what="weights")
+    capped = SENSITIVITY_FACTOR * moved[k] > WEIGHTS_CAP
+    return Check(record, rels[k], ("final J", "final l2")[k], False, "weights", tols[k], what="weights",
+                 note=f"capped: one ulp moves it by {moved[k]:.1e}" if capped else "")
+
+
+def weights_tolerance(delta: float) -> float:
+    """The re-evaluation's tolerance on another platform, for a one-ulp sensitivity ``delta``."""
+    return min(WEIGHTS_CAP, max(WEIGHTS_TOLERANCE, SENSITIVITY_FACTOR * delta))
 
 
 def _ulp_sensitivity(problem: Any, params: Params, Z_train: np.ndarray, coef: Any, Y: np.ndarray,
@@ -306,7 +348,7 @@ def _ulp_sensitivity(problem: Any, params: Params, Z_train: np.ndarray, coef: An
         ulp = lambda a: a * (1.0 + EPS * rng.choice((-1.0, 1.0), np.shape(a)))  # noqa: E731
         q = [(ulp(W), ulp(b)) for W, b in params]
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
-            moved = (finite_or_none(network.pinn_loss(q, Z_train, coef, ulp(Y))),
+            moved = (finite_or_none(loss(q, Z_train, coef, ulp(Y))),
                      finite_or_none(relative_l2(problem, q, Z_test)))
         for i in range(2):
             if base[i] is not None and moved[i] is not None:
@@ -340,61 +382,90 @@ def header(archived: Iterable[RunRecord]) -> str:
 
 
 def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path,
-                 echo: Echo, quiet: bool) -> int:
-    """Re-evaluate the saved network of every run in ``pool``; returns the number that fail.  With
-    ``quiet`` only failures and a summary line are echoed."""
-    bad, worst = 0, 0.0
+                 echo: Echo, quiet: bool, level: str = "auto") -> int:
+    """Check the seal and re-evaluate the saved network of every run in ``pool``: bit for bit on the
+    platform that made it (or everywhere with ``level`` "exact"), else within its tolerance ("tolerant":
+    everywhere); returns the number that fail.  With ``quiet`` only failures and a summary are echoed."""
+    here = fingerprint()
+    bad = exact_n = 0
+    worst = 0.0
     for rec in pool:
-        check = reevaluate(specs[rec.experiment], rec, results)
+        exact = level == "exact" or (level == "auto" and same_platform(rec.versions, here))
+        check = reevaluate(specs[rec.experiment], rec, results, exact)
         bad += not check.ok
-        worst = max(worst, check.max_rel)
+        exact_n += exact
+        worst = max(worst, check.max_rel if check.level != "seal" else 0.0)
         if not quiet or not check.ok:
             echo(check.line())
     if quiet:
-        echo(f"weights: {len(pool) - bad} of {len(pool)} saved network(s) give their record's J and l2 "
-             f"(largest relative difference {worst:.1e}; tolerance {WEIGHTS_TOLERANCE:g}, or "
-             f"{SENSITIVITY_FACTOR:g} x the run's one-ulp sensitivity)")
+        echo(f"weights: {len(pool) - bad} of {len(pool)} saved network(s) give their record's J and l2, seals "
+             f"intact ({exact_n} bit for bit on the platform that made them; elsewhere within "
+             f"{WEIGHTS_TOLERANCE:g}, or {SENSITIVITY_FACTOR:g} x the run's one-ulp sensitivity, at most "
+             f"{WEIGHTS_CAP:g}; largest relative difference {worst:.1e})")
     return bad
 
 
-def cells_pass(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord],
-               echo: Echo) -> int:
-    """Rerun every archived seed of each cell and compare the sets (cellstats); returns cells that differ."""
+def judge_cells(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord], echo: Echo,
+                note: Callable[[Any], str] = lambda c: "", done: dict[tuple, RunRecord] | None = None
+                ) -> list[Any]:
+    """Rerun every archived seed of each cell and compare the sets (cellstats), one line each (``note``
+    appended); ``done``: reruns already made, by record cell."""
     archived = by_cell(pool)
-    bad = 0
+    done = done or {}
+    out = []
     for cell in cells:
         runs = archived.get(cell, [])
-        reruns = [rerun(specs[r.experiment], r)[0] for r in runs]
+        reruns = [done[r.cell] if r.cell in done else rerun(specs[r.experiment], r)[0] for r in runs]
         comparison = compare_cell(cell, runs, reruns)
-        bad += not comparison.ok
-        echo(comparison.line())
-    return bad
+        echo(comparison.line() + note(comparison))
+        out.append(comparison)
+    return out
+
+
+def cells_pass(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord], echo: Echo,
+               allow_partial: bool = False) -> int:
+    """:func:`judge_cells`; returns the cells that differ, or are PARTIAL (unless ``allow_partial``)."""
+    allowed = "  [allowed: --allow-partial]" if allow_partial else ""
+    judged = judge_cells(specs, cells, pool, echo, lambda c: allowed if c.verdict == "PARTIAL" else "")
+    return sum(c.verdict == "DIFFERS" or (c.verdict == "PARTIAL" and not allow_partial) for c in judged)
 
 
 def runs_pass(specs: dict[str, ExperimentSpec], picked: list[RunRecord], pool: list[RunRecord],
-              results: Path, level: str, echo: Echo) -> tuple[int, Counter]:
-    """Rerun each picked run at ``level``; ill-conditioned runs send their cell to the statistical level
-    (auto).  Returns (failures, levels used)."""
+              results: Path, level: str, echo: Echo) -> tuple[int, int, Counter]:
+    """Rerun each picked run at ``level``; a run no per-run check can verify (ill-conditioned, or judged on
+    a prefix of its history) sends its cell to the statistical level when the cell's seeds took at most
+    AUTO_CELL_SECONDS, and stays unverified otherwise, or when its cell is PARTIAL (too few seeds to
+    judge).  Returns (failures, unverified, levels used)."""
     bad, levels = 0, Counter()
     escalate: list[Cell] = []
+    done: dict[tuple, RunRecord] = {}
+    pending: list[Cell] = []  # the cell of each unverified run
     for rec in picked:
-        check = verify(specs[rec.experiment], rec, results, level)
+        new, params = rerun(specs[rec.experiment], rec)
+        _, npz_path = records.record_paths(results, *rec.cell)
+        check = judge(rec, records.load_params(npz_path), new, params, level)
+        done[rec.cell] = new
         bad += not check.ok
         levels[check.level] += 1
         echo(check.line())
-        if check.level == "ill-conditioned" and cell_of(rec) not in escalate:
-            escalate.append(cell_of(rec))
+        if check.unverified:
+            escalate += [cell_of(rec)] * (cell_of(rec) not in escalate)
+            pending.append(cell_of(rec))
     seconds = {c: sum(r.seconds for r in pool if cell_of(r) == c) for c in escalate}
-    for cell in [c for c in escalate if seconds[c] > AUTO_CELL_SECONDS]:
+    open_cells = [c for c in escalate if seconds[c] > AUTO_CELL_SECONDS]
+    for cell in open_cells:
         e, s, L, M = cell
-        echo(f"          {e} {s} L{L}-M{M}: judge its cell with `lysep verify {e} --cells {s}:{L}x{M}` (about "
+        echo(f"unverified {e} {s} L{L}-M{M}: judge its cell with `lysep verify {e} --cells {s}:{L}x{M}` (about "
              f"{seconds[cell]:.0f} s of recorded run time; not rerun automatically)")
     cheap = [c for c in escalate if seconds[c] <= AUTO_CELL_SECONDS]
     if cheap:
-        echo(f"statistical level for {len(cheap)} cell(s) of ill-conditioned runs (every seed rerun):")
-        bad += cells_pass(specs, cheap, pool, echo)
+        echo(f"statistical level for {len(cheap)} cell(s) of runs no per-run check can verify (every seed rerun):")
+        judged = judge_cells(specs, cheap, pool, echo, lambda c: "  [its runs stay unverified]"
+                             if c.verdict == "PARTIAL" else "", done)
+        bad += sum(c.verdict == "DIFFERS" for c in judged)
+        open_cells += [c.cell for c in judged if c.verdict == "PARTIAL"]
         levels["statistical"] += len(cheap)
-    return bad, levels
+    return bad, sum(c in open_cells for c in pending), levels
 
 
 @dataclass(frozen=True)
@@ -411,84 +482,143 @@ class VerifyRequest:
     cheapest: bool = False
     level: str = "auto"
     cells: set[tuple[str, int, int]] | None = None
-    """(solver, L, M) to rerun whole at the statistical level"""
+    """(solver, L, M) to rerun whole (statistical level, or run by run at level exact / tolerant)"""
+    allow_partial: bool = False
+
+
+def check_level(level: str, weights: bool, against: bool) -> None:
+    """``--level`` is honoured or refused (BadInput), never switched: reruns honour every level (with
+    ``--cells``, exact and tolerant judge each seed's rerun), ``--weights`` all but statistical,
+    ``--against`` and ``--save-finals`` (no reruns) only auto."""
+    if level == "auto":
+        return
+    if against:
+        raise BadInput(f"--level {level}: --against and --save-finals rerun nothing (drop --level)")
+    if weights and level == "statistical":
+        raise BadInput("--level statistical: --weights re-evaluates saved networks one by one "
+                       "(auto, exact or tolerant)")
 
 
 def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     """The weights pass over ``req.pool``, then the reruns (runs or whole cells); returns how many checks
     failed.  ``say`` (stderr) announces, ``echo`` (stdout) gives one line per run or cell."""
     say(header(req.pool))
-    bad = weights_pass(req.specs, req.pool, req.results, echo, quiet=True)
-    if req.cells is not None or req.level == "statistical":
+    bad = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
+                       level=req.level if req.level in ("exact", "tolerant") else "auto")
+    in_cells = [] if req.cells is None else [r for r in req.pool if (r.solver, r.L, r.M) in req.cells]
+    if req.level == "statistical" or (req.cells is not None and req.level == "auto"):
         if req.cells is not None:
-            cells = sorted({cell_of(r) for r in req.pool if (r.solver, r.L, r.M) in req.cells})
+            cells = sorted({cell_of(r) for r in in_cells})
         else:
             cells = sorted({cell_of(r) for r in choose(req.pool, req.sample, req.seed, req.cheapest)})
         runs = [r for r in req.pool if cell_of(r) in cells]
         say(f"statistical level: {len(cells)} cell(s), {len(runs)} run(s) rerun (about "
             f"{sum(r.seconds for r in runs):.0f} s of recorded run time)")
-        failed = cells_pass(req.specs, cells, req.pool, echo)
+        failed = cells_pass(req.specs, cells, req.pool, echo, req.allow_partial)
         echo(f"{len(cells) - failed} of {len(cells)} cell(s) reproduce the archive (level statistical)")
         return bad + failed + (not cells)
-    picked = choose(req.pool, req.sample, req.seed, req.cheapest)
+    picked = in_cells if req.cells is not None else choose(req.pool, req.sample, req.seed, req.cheapest)
     say(f"rerunning {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/ (about "
         f"{sum(r.seconds for r in picked):.0f} s of recorded run time)")
-    failed, levels = runs_pass(req.specs, picked, req.pool, req.results, req.level, echo)
+    failed, unverified, levels = runs_pass(req.specs, picked, req.pool, req.results, req.level, echo)
     used = ", ".join(f"{k} {n}" for k, n in sorted(levels.items()))
-    echo(f"{len(picked) - failed} of {len(picked)} run(s) reproduce the archive (levels: {used})"
-         + (f"; {failed} do not" if failed else ""))
-    return bad + failed
+    echo(f"{len(picked) - failed - unverified} of {len(picked)} run(s) reproduce the archive (levels: {used})"
+         + (f"; {failed} do not" if failed else "")
+         + (f"; {unverified} unverified (only their cells can judge them)" if unverified else ""))
+    return bad + failed + (not picked)
 
 
 def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     """``--weights``: the saved networks of the chosen runs re-evaluated, one line each."""
     picked = choose(req.pool, req.sample, req.seed, req.cheapest)
     say(f"re-evaluating the saved weights of {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/")
-    bad = weights_pass(req.specs, picked, req.results, echo, quiet=False)
+    bad = weights_pass(req.specs, picked, req.results, echo, quiet=False, level=req.level)
     echo(f"{len(picked) - bad} of {len(picked)} run(s) reproduce the archive"
          + (f"; {bad} do not" if bad else ""))
     return bad
 
 
 def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | None,
-                  solvers: set[str] | None, warn: Echo) -> list[Any]:
-    """The runs ``--against PATH`` names: the records under a results directory that match the spec, or
-    the rows of a finals file (lysep_cli/store/finals.py: the final values alone, kept when an archive
-    is regenerated) of the chosen experiments at their spec's iterations (or ``iterations``)."""
+                  solvers: set[str] | None, warn: Echo) -> tuple[list[Any], int]:
+    """The runs ``--against PATH`` names, and how many of its record files do not read: the records under
+    a results directory that match the spec, or the rows of a finals file (lysep_cli/store/finals.py: the
+    final values alone, kept when an archive is regenerated) of the chosen experiments at their spec's
+    iterations (or ``iterations``)."""
     from lysep_cli.reports.selection import load_selection
     from lysep_cli.store.finals import read_finals
 
     if path.is_file():
         wanted = {s.name: iterations or s.iterations for s in chosen}
-        rows = [r for r in read_finals(path) if wanted.get(r.experiment) == r.iterations]
+        rows, unreadable = [r for r in read_finals(path) if wanted.get(r.experiment) == r.iterations], 0
     else:
-        rows = load_selection(path, chosen, iterations, warn).records
-    return [r for r in rows if solvers is None or r.solver in solvers]
+        sel = load_selection(path, chosen, iterations, warn)
+        rows, unreadable = sel.records, sum(sel.invalid.values())
+    return [r for r in rows if solvers is None or r.solver in solvers], unreadable
 
 
-def against(reference: list[RunRecord], other: list[Any], results: Path, other_dir: Path,
-            echo: Echo, say: Echo, common_seeds: bool = False,
-            accepted: set[tuple[str, str, int, int]] = frozenset()) -> int:
-    """``--against PATH``: two archives cell by cell (cellstats), no reruns; returns the cells that differ
-    and are not ``accepted``, plus the accepted cells that do not differ (a stale acceptance fails too);
-    1 when no cell is in both.  ``other`` holds records or finals rows (:func:`other_archive`)."""
-    compared, only_here, only_there = compare_archives(reference, other, common_seeds)
-    there = str(other_dir) if other_dir.is_file() else f"{other_dir}/"
-    say(f"cell by cell: {results}/ (reference) against {there}; per cell n, geometric means of final J "
-        f"and l2, their ratio, Mann-Whitney p; differs when p < {ALPHA:g} or the ratio is outside "
-        f"[1/{RATIO_BOUND:g}, {RATIO_BOUND:g}]")
-    differing = {c.cell for c in compared if not c.ok}
+@dataclass(frozen=True)
+class Against:
+    """``--against``: the other side, and what may be let through."""
+
+    other: list[Any]
+    """its records or finals rows (:func:`other_archive`)"""
+    path: Path
+    unreadable: tuple[int, int] = (0, 0)
+    """record files that do not read: (reference, other)"""
+    common_seeds: bool = False
+    accepted: frozenset[tuple[str, str, int, int]] = frozenset()
+    """cells known to differ, named by ``--accept``"""
+    allow_partial: bool = False
+    """missing seeds and cells, unreadable records and too few seeds reported, not failed"""
+
+
+def _name(cell: Cell) -> str:
+    e, s, L, M = cell
+    return f"{e} {s} L{L}-M{M}"
+
+
+def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo, say: Echo) -> int:
+    """``--against PATH``: two archives cell by cell (cellstats), no reruns.  Returns the failures: cells
+    that differ and are not accepted, accepted cells that do not differ (a stale acceptance), and, unless
+    ``allow_partial``, every incomplete part (a PARTIAL cell, a cell on one side only, an unreadable
+    record); 1 when no cell is in both."""
+    compared, only_here, only_there = compare_archives(reference, req.other, req.common_seeds)
+    there = str(req.path) if req.path.is_file() else f"{req.path}/"
+    say(f"cell by cell: {results}/ (reference) against {there}; same seeds: per seed ({', '.join(sorted(SEED_BOUND_SOLVERS))}: "
+        f"within {SEED_BOUND:g}) or Wilcoxon signed-rank on the log ratios; other seeds and "
+        f"{', '.join(sorted(CHAOTIC_SOLVERS))}: Mann-Whitney; differs when p < {ALPHA:g} beyond x{1 + FLOOR:g}, a "
+        f"geometric or arithmetic mean moves outside [1/{RATIO_BOUND:g}, {RATIO_BOUND:g}], or a seed's J "
+        f"moves {REGIME:g}x (docs/reproducibility.md)")
+    verdicts = Counter(c.verdict for c in compared)
+    differing = {c.cell for c in compared if c.verdict == "DIFFERS"}
     for c in compared:
-        echo(c.line() + ("  [accepted: --accept]" if c.cell in differing & accepted else ""))
-    stale = sorted(accepted - differing)
-    for e, s, L, M in stale:
-        echo(f"STALE     {e} {s} L{L}-M{M}: named by --accept but "
-             + ("it agrees" if any(c.cell == (e, s, L, M) for c in compared) else "not compared (no runs on both sides)"))
-    bad = len(differing)
-    missing = (f"; {len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {there}"
-               if only_here or only_there else "")
-    took = len(differing & accepted)
-    echo(f"{len(compared) - bad} of {len(compared)} cell(s) agree" + (f"; {bad} differ" if bad else "")
-         + (f" ({took} accepted with --accept)" if took else "")
-         + (f"; {len(stale)} --accept cell(s) do not differ" if stale else "") + missing)
-    return (bad - took + len(stale)) if compared else 1
+        echo(c.line() + ("  [accepted: --accept]" if c.cell in differing & req.accepted else "")
+             + ("  [allowed: --allow-partial]" if c.verdict == "PARTIAL" and req.allow_partial else ""))
+    for cells, side in ((only_here, f"{results}/ (reference)"), (only_there, there)):
+        for cell in cells:
+            echo(f"{'MISSING':<9} {_name(cell)}: only in {side}")
+    stale = sorted(req.accepted - differing)
+    for cell in stale:
+        echo(f"STALE     {_name(cell)}: named by --accept but "
+             + ("it does not differ" if any(c.cell == cell for c in compared) else "not compared (no runs on both sides)"))
+    took = len(differing & req.accepted)
+    missing = len(only_here) + len(only_there)
+    incomplete = verdicts["PARTIAL"] + missing + sum(req.unreadable)
+    parts = [f"{verdicts['agrees']} of {len(compared)} cell(s) agree"]
+    if differing:
+        parts.append(f"{len(differing)} differ" + (f" ({took} accepted with --accept)" if took else ""))
+    if verdicts["PARTIAL"]:
+        parts.append(f"{verdicts['PARTIAL']} partial")
+    if missing:
+        parts.append(f"{len(only_here)} cell(s) only in {results}/, {len(only_there)} only in {there}")
+    if any(req.unreadable):
+        parts.append(f"{req.unreadable[0]} unreadable record(s) in {results}/, {req.unreadable[1]} in {there}")
+    if stale:
+        parts.append(f"{len(stale)} --accept cell(s) do not differ")
+    if incomplete:
+        parts.append("incomplete parts " + ("allowed by --allow-partial" if req.allow_partial else
+                                            "fail (--allow-partial lets them pass)"))
+    echo("; ".join(parts))
+    if not compared:
+        return 1
+    return len(differing) - took + len(stale) + (0 if req.allow_partial else incomplete)

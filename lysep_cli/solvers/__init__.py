@@ -16,6 +16,7 @@ SOLVERS: dict[str, str] = {
     "lysep": "lysep_cli.solvers.lysep.algorithm",
     "rfls": "lysep_cli.solvers.rfls",
     "rfm": "lysep_cli.solvers.rfm",
+    "poly": "lysep_cli.solvers.poly",
     "pinn-adam": "lysep_cli.solvers.adam",
     "pinn-lbfgs": "lysep_cli.solvers.lbfgs",
     "pinn-lm": "lysep_cli.solvers.lm",
@@ -33,10 +34,16 @@ def solver_def(name: str) -> SolverDef:
                      getattr(module, "CAPABILITIES", Capabilities()))
 
 
+def seeds_of(name: str, seeds: list[int] | tuple[int, ...]) -> list[int]:
+    """The seeds solver ``name`` is run with: ``seeds``, or the first of them for a solver whose run does not
+    depend on the seed (``Capabilities.seed_free``: poly)."""
+    return list(seeds[:1]) if solver_def(name).capabilities.seed_free else list(seeds)
+
+
 def get_solver(name: str) -> Solver:
     """The solve function registered under ``name`` (ValueError for an unknown name)."""
     return solver_def(name).solve
 
 
-__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "solver_def", "Solver", "SolverDef", "SolveResult",
+__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "seeds_of", "solver_def", "Solver", "SolverDef", "SolveResult",
            "SettingsError", "SolverSettings", "TrainingData"]

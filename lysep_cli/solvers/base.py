@@ -101,10 +101,13 @@ class Capabilities:
     round_off_stable : reruns on another BLAS kernel or NumPy SIMD path stay within round-off of each
         other over the whole run (measured: docs/reproducibility.md); False: round-off is amplified, and
         ``lysep verify`` compares a rerun's first history entries only.
+    seed_free : the run does not depend on the seed (``params0`` unused, e.g. poly): one run, the first seed
+        asked for, stands for every seed (planned alone, and counted as the cell's one requested seed).
     """
 
     checkpoint: bool = False
     round_off_stable: bool = False
+    seed_free: bool = False
 
 
 class Solver(Protocol):

@@ -179,6 +179,11 @@ class SolverSettings:
         """Why this solver cannot train an (L, M) network (None: it can)."""
         return None
 
+    def fit_error(self, n_in: int, n_train: int, L: int, M: int) -> str | None:
+        """Why this solver cannot fit an (L, M) model on ``n_train`` points of ``n_in`` inputs (None: it can;
+        checked where the experiments file and ``--sizes`` are read)."""
+        return None
+
     def history_length(self, iterations: int) -> int:
         """Entries of history["J"] of a run that did not diverge: the initial value, then one per iteration."""
         return iterations + 1

@@ -47,14 +47,23 @@ def _lock(held: RunLocks, results_dir: str | Path, json_path: Path) -> None:
     held.acquire(results_dir, run.experiment, [(run.solver, run.L, run.M, run.seed)])
 
 
-def main(argv: list[str] | None = None) -> int:
+def folder_argument(argv: list[str] | None, module: str) -> Path | None:
+    """The one RESULTS_DIR argument of ``python -m MODULE RESULTS_DIR``; None (after one line on stderr)
+    when it is missing, extra or not a folder (exit 2)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or not args[0] or args[0].startswith("-"):
-        print("lysep: error: usage: python -m lysep_cli.store.compact RESULTS_DIR", file=sys.stderr)
-        return 2
+        print(f"lysep: error: usage: python -m {module} RESULTS_DIR", file=sys.stderr)
+        return None
     root = Path(args[0])
     if not root.is_dir():
         print(f"lysep: error: {root} is not a folder", file=sys.stderr)
+        return None
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    root = folder_argument(argv, "lysep_cli.store.compact")
+    if root is None:
         return 2
     rewritten, kept, problems, saved = compact_folder(root)
     for line in problems:

@@ -7,7 +7,8 @@ Keys (all strings; a record made before a key existed lacks it and reads as "unr
     blas         the BLAS libraries and versions (NumPy's and SciPy's OpenBLAS)
     blas_core    the kernel they run, e.g. "Haswell"
     numpy, scipy, python, lysep    versions
-    numerics     the numerics id: sha256 (16 hex digits) of the modules that compute a run
+    numerics     the numerics id: sha256 (16 hex digits) of the modules that compute a run and of the
+                 versions of the compiler that runs some of them (numba, llvmlite: :data:`COMPILERS`)
 
 Two runs of the same (spec, solver, L, M, seed, iterations) are bit-identical when every key of
 :data:`EXACT_KEYS` is recorded and equal on both (docs/reproducibility.md).
@@ -28,6 +29,10 @@ from lysep_cli.platform_pin import cpu_model
 #: the modules a run's numbers come from (the data set has its own hash in each record)
 NUMERIC_SOURCES = ("numerics/*.py", "solvers/*.py", "solvers/lysep/*.py")
 
+#: packages whose version is hashed into the numerics id: numba compiles σ's sin/cos and the fit sums
+#: (lysep_cli/numerics/fused.py, sincos.py; which runs use it: ``sincos.NUMBA_UP_TO``, in those sources)
+COMPILERS = ("numba", "llvmlite")
+
 #: the keys that fix a run's bits; the CPU model is not one of them
 EXACT_KEYS = ("numerics", "numpy_simd", "blas", "blas_core", "numpy", "scipy", "python")
 #: the keys a run of the stacked engine adds (lysep_cli/accel/backend.py; docs/gpu.md): they fix its bits too,
@@ -45,19 +50,42 @@ SAME_BITS_AS: dict[str, str] = {
     # numba's kernels off in LySep runs with (M, N_train) arrays above 2^18 values: the NumPy paths
     # (2026-11-28)
     "abee53243e14febb": "d3dec26e99c7113f",
+    # the poly baseline added (solvers/poly.py, numerics/polynomial.py; metrics.phi/loss dispatch to the
+    # network's own functions for a network); no other solver's path changed (2026-11-28)
+    "22517c9e1cd5bc9c": "abee53243e14febb",
+    # numba's and llvmlite's versions hashed into the id, NUMBA_UP_TO moved into numerics/sincos.py
+    # (numba 0.68.1, llvmlite 0.50.0; measured: 10 archived runs of 5 solvers rerun bit-identical, 2026-11-28)
+    "cb10ae3207157c4b": "abee53243e14febb",
+    # the merge of 2026-11-28's branches: formula checks (numerics/expressions.py, user_problems.py,
+    # dataset.py: refusals only), poly (22517c9e1cd5bc9c) and numba in the id (cb10ae3207157c4b); measured:
+    # the cheapest archived run of every solver (and poly's four records) rerun bit-identical at --level exact
+    "97340a3577347b1a": "abee53243e14febb",
 }
 
 
 @lru_cache(maxsize=1)
 def numerics_id() -> str:
-    """sha256 over the modules that compute a run (:data:`NUMERIC_SOURCES`), 16 hex digits: a change to
-    the command line or the reports leaves it alone."""
+    """sha256 over the modules that compute a run (:data:`NUMERIC_SOURCES`) and the versions of
+    :data:`COMPILERS`, 16 hex digits: a change to the command line or the reports leaves it alone, another
+    numba changes it."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]  # lysep_cli/
     for path in sorted({p for pattern in NUMERIC_SOURCES for p in root.glob(pattern)}):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
+    h.update(compiler_versions().encode())
     return h.hexdigest()[:16]
+
+
+def compiler_versions() -> str:
+    """E.g. ``numba 0.68.1, llvmlite 0.50.0`` (``none`` for one not installed), read without importing them."""
+    out = []
+    for package in COMPILERS:
+        try:
+            out.append(f"{package} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{package} none")
+    return ", ".join(out)
 
 
 def bits_of(numerics: str, same_bits_as: Mapping[str, str] | None = None) -> str:
@@ -83,19 +111,46 @@ def numpy_simd() -> str:
     return ",".join(used) or "baseline"
 
 
+def _blas() -> list[dict]:
+    from threadpoolctl import threadpool_info
+
+    return [i for i in threadpool_info() if i.get("user_api") == "blas"]
+
+
+def _blas_cores(blas: list[dict]) -> list[str]:
+    return sorted({str(i.get("architecture", "?")) for i in blas})
+
+
+def pins_not_in_force(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The platform pins this process's environment asks for (OPENBLAS_CORETYPE, NPY_DISABLE_CPU_FEATURES:
+    importing lysep sets them, lysep_cli/platform_pin.py) that the loaded OpenBLAS and NumPy do not run,
+    one line each: they were loaded before the pins were set, as in a ``dask worker`` process, which imports
+    NumPy before lysep.  Empty when every pin asked for is in force (or none is asked for)."""
+    out = []
+    core = environ.get("OPENBLAS_CORETYPE", "")
+    ran = _blas_cores(_blas()) if core else []
+    if any(c.lower() != core.lower() for c in ran):
+        out.append(f"BLAS kernel {','.join(ran)}, not {core}")
+    off = set(environ.get("NPY_DISABLE_CPU_FEATURES", "").replace(",", " ").split())
+    active = numpy_simd().split(",")
+    if off & set(active):
+        out.append(f"NumPy SIMD {','.join(active)} ({' '.join(sorted(off & set(active)))} not switched off)")
+    return out
+
+
 def fingerprint() -> dict[str, str]:
     """This process's fingerprint (the keys of the module docstring)."""
     import numpy as np
     import scipy
-    from threadpoolctl import threadpool_info
+    import scipy.linalg  # noqa: F401  loads SciPy's OpenBLAS, as every run does: the same "blas" anywhere
 
     out = {"machine": f"{cpu_model()}, {os.cpu_count()} CPUs", "numpy": np.__version__,
            "scipy": scipy.__version__, "python": platform.python_version(), "numpy_simd": numpy_simd(),
            "numerics": numerics_id()}
-    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    blas = _blas()
     if blas:  # NumPy's and SciPy's own OpenBLAS: both should say the pinned kernel
         out["blas"] = ", ".join(sorted({f"{i.get('internal_api', '?')} {i.get('version', '?')}" for i in blas}))
-        out["blas_core"] = ",".join(sorted({str(i.get("architecture", "?")) for i in blas}))
+        out["blas_core"] = ",".join(_blas_cores(blas))
     try:
         out["lysep"] = metadata.version("lysep")
     except metadata.PackageNotFoundError:

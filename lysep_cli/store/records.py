@@ -120,11 +120,35 @@ def load_params(npz_path: str | Path) -> Params:
 _NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.eE+-]*|null)(?:,\n\s*(?:-?[0-9][0-9.eE+-]*|null))*)\n\s*\]")
 
 
-def record_text(record: RunRecord) -> str:
-    """The record's JSON in schema 3: the histories replaced by ``"npz"`` (they are in the NPZ),
-    indented one level per key, a list of numbers on one line."""
-    obj = record.with_(schema=SCHEMA).to_json()
+def _written_form(record: RunRecord) -> dict:
+    """The record as its JSON holds it, the seal aside: the histories replaced by ``"npz"``."""
+    obj = record.to_json()
     obj["history"] = {name: None if series is None else IN_NPZ for name, series in obj["history"].items()}
+    obj.pop("seal", None)
+    return obj
+
+
+def seal_of(record: RunRecord) -> str:
+    """The record's seal: the sha256 of its written form (:func:`_written_form`) as compact JSON with sorted
+    keys.  It covers every field, the final values among them, and ``weights_sha256``, so through it the
+    weights and histories too: a number edited in the JSON breaks it."""
+    text = json.dumps(_written_form(record), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return sha256(text.encode("utf-8"))
+
+
+def seal_state(record: RunRecord) -> str:
+    """"sealed" (its seal matches), "unsealed" (written before records were sealed) or "broken" (the
+    JSON was changed after it was written)."""
+    if record.seal is None:
+        return "unsealed"
+    return "sealed" if record.seal == seal_of(record) else "broken"
+
+
+def record_text(record: RunRecord) -> str:
+    """The record's JSON in schema 3, sealed (:func:`seal_of`): the histories replaced by ``"npz"`` (they
+    are in the NPZ), indented one level per key, a list of numbers on one line."""
+    record = record.with_(schema=SCHEMA)
+    obj = {**_written_form(record), "seal": seal_of(record)}
     text = json.dumps(obj, indent=1, allow_nan=False)
     return _NUMBER_LIST.sub(lambda m: "[" + re.sub(r",\n\s*", ",", m.group(1)) + "]", text) + "\n"
 
@@ -246,6 +270,28 @@ def compact_record(json_path: str | Path) -> bool:
     if _parse(json.loads(text), data) != new:
         raise RecordError("would not read back the same")  # never: a guard for the archive
     atomic.write_bytes(json_path.with_suffix(".npz"), data)
+    atomic.write_text(json_path, text)
+    return True
+
+
+def seal_record(json_path: str | Path) -> bool:
+    """Add the seal to a record written before records were sealed: its JSON gains the one field
+    ``seal``, every other field keeps its value (checked).  Returns False, touching nothing, when it is
+    sealed already; RecordError when it does not read, is not in schema 3, or its seal is broken."""
+    json_path = Path(json_path)
+    record = read_record(json_path)
+    state = seal_state(record)
+    if state == "sealed":
+        return False
+    if state == "broken":
+        raise RecordError("its seal does not match: the JSON was changed after it was written; not resealed")
+    if record.schema != SCHEMA:
+        raise RecordError(f"schema {record.schema}: compact it first (python -m lysep_cli.store.compact)")
+    before = json.loads(json_path.read_text(encoding="utf-8"))
+    text = record_text(record)
+    after = json.loads(text)
+    if {k: v for k, v in after.items() if k != "seal"} != before:
+        raise RecordError("would not keep every field as it is")  # never: a guard for the archive
     atomic.write_text(json_path, text)
     return True
 

@@ -11,6 +11,9 @@ Identity and provenance: ``settings`` (every field of the solver's typed setting
 :func:`lysep_cli.numerics.dataset.data_sha256`) say what the run was; :func:`differences` compares them with what
 a spec asks for (the run planner skips a run only when there is none; tables use only such records).
 ``weights_sha256`` is the sha256 of the weights file's bytes, checked when the record is loaded.
+``seal`` is the sha256 of the record's own JSON, this field aside (``records.seal_of``): it covers the
+final values, the settings and ``weights_sha256`` (so the weights and histories too); ``lysep verify``
+fails a record whose seal does not match (a final value edited by hand) or that has none.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from lysep_cli.numerics.metrics import finite_or_none
 SCHEMA = 3
 READABLE_SCHEMAS = (2, 3)
 STATUSES = ("ok", "diverged")
+#: fields a record may lack: ``seal`` (records written before they were sealed)
+OPTIONAL_FIELDS = frozenset({"seal"})
 
 
 class RecordError(ValueError):
@@ -94,6 +99,9 @@ class RunRecord:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     schema: int = SCHEMA
+    seal: str | None = field(default=None, compare=False)
+    """sha256 of the record as written, this field aside (``records.seal_of``): set when the record is
+    written, checked by ``lysep verify``; None in a record written before records were sealed"""
 
     @property
     def cell(self) -> tuple[str, str, int, int, int]:
@@ -136,7 +144,7 @@ class RunRecord:
         if schema not in READABLE_SCHEMAS or isinstance(schema, bool):
             raise RecordError(f"record schema {schema!r}, expected {SCHEMA} (written by another lysep version)")
         names = {f.name for f in dataclasses.fields(cls)}
-        missing = sorted(names - set(obj))
+        missing = sorted(names - set(obj) - OPTIONAL_FIELDS)
         if missing:
             raise RecordError(f"missing field(s) {', '.join(missing)}")
         unknown = sorted(set(obj) - names)
@@ -149,6 +157,10 @@ class RunRecord:
                          ("n_test", 1), ("iterations_done", 0)):
             v.integer(obj, key, low)
         v.optional_string(obj, "solution")
+        seal = obj.get("seal")
+        if seal is not None and not (isinstance(seal, str) and len(seal) == 64
+                                     and all(ch in "0123456789abcdef" for ch in seal)):
+            raise RecordError("field 'seal': expected a sha256 (64 hex digits) or null")
         if obj["status"] not in STATUSES:
             raise RecordError(f"field 'status': expected one of {STATUSES}, got {obj['status']!r}")
         if obj["status"] == "diverged":
