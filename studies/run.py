@@ -227,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"studies: unknown study {', '.join(unknown)} (known: {' '.join(STUDIES)})", file=sys.stderr)
         return 2
+    if not a.list:
+        try:
+            a.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            print(f"studies: cannot write to {a.out}: {e.strerror}", file=sys.stderr)
+            return 2
     if a.list:
         for n, s in STUDIES.items():
             kind = "cheap" if s.cheap else ("not runnable here" if s.inputs else "long")

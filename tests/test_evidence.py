@@ -148,3 +148,11 @@ def test_the_package_never_imports_the_evidence():
         assert not imports(path) & (benchmarks - studies), path
     for path in (ROOT / "benchmarks").glob("*.py"):
         assert not imports(path) & (studies - benchmarks), path
+
+
+def test_run_refuses_an_unwritable_output_folder(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = subprocess.run([sys.executable, str(ROOT / "studies" / "run.py"), "b3_spread", "--out",
+                           str(blocker / "out")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
