@@ -257,6 +257,25 @@ def test_an_edited_weight_fails_bit_for_bit_on_the_making_platform(archive, tmp_
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.parametrize("delta, verdict, code", [(1.0, "unverified", 0), (1e-5, "MISMATCH ", 1)])
+def test_beyond_the_cap_within_its_round_off_is_unverified_not_ok(archive, tmp_path, monkeypatch, delta,
+                                                                  verdict, code):
+    """Elsewhere, a network whose difference exceeds the cap but not 100 x its one-ulp sensitivity (one ulp
+    moves it by ``delta``) cannot be judged: "unverified", exit 0, never "ok"; beyond that it fails."""
+    config, results, _ = archive
+    copy = _copy(results, tmp_path)
+    path = _json(copy, "pinn", 4)
+    rec, params = records.read_record(path), records.load_params(path.with_suffix(".npz"))
+    params = params[:-1] + [(params[-1][0] * 1.5, params[-1][1])]
+    records.write_record(copy, rec.with_(weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history))),
+                         params)
+    monkeypatch.setattr(verify, "_ulp_sensitivity", lambda *args: (delta, delta))
+    r = _verify(config, copy, "--weights", "--all", "--level", "tolerant")
+    assert r.exit_code == code, r.output
+    assert f"{verdict} elliptic-2d pinn L3-M6 seed 4: weights" in r.output
+    assert ("29 of 30 run(s) reproduce the archive; 1 unverified" if code == 0 else "; 1 do not") in r.output
+
+
 def test_the_weights_tolerance_elsewhere_is_capped():
     assert verify.weights_tolerance(1e-20) == verify.WEIGHTS_TOLERANCE
     assert verify.weights_tolerance(1e-6) == pytest.approx(1e-4)
