@@ -7,7 +7,7 @@
 # Cells: every rfls cell of the paper; PINN elliptic-2d (3,30) and hyperbolic-5d (3,20); LySep
 # elliptic-2d (3,30); all 10 seeds, 2000 iterations.  Then compare with `lysep verify --against`.
 # Usage: studies/platform_spread.sh OUTDIR [EMULATION...]     (about 10 CPU-minutes an emulation)
-# Backs: docs/reproducibility.md "The evidence behind lysep verify's rules" (with studies/platform_spread_summary.py).
+# Backs: docs/reproducibility.md "What other platforms give (measured)" (with studies/platform_spread_summary.py).
 # Regenerate: make studies STUDIES=platform_spread_summary (runs this script, then the summary).
 set -euo pipefail
 out=${1:?usage: platform_spread.sh OUTDIR [avx2 nativeblas baseline]}; shift

@@ -4,7 +4,7 @@ solver — the largest per-run relative difference of the final J and l2, the pe
 
     python studies/platform_spread_summary.py SPREAD_DIR [ARCHIVE] > studies/results/platform_spread.txt
 
-Backs: docs/reproducibility.md 'The evidence behind lysep verify's rules': reruns under emulated platforms.
+Backs: docs/reproducibility.md 'What other platforms give (measured)': reruns under emulated platforms.
 Regenerate: make studies STUDIES=platform_spread_summary -> studies/results/platform_spread.txt
     (studies/run.py holds the commands).
 Cost: ~10 CPU-minutes per emulated platform (3); needs an AVX-512 machine to emulate the others.

@@ -73,7 +73,7 @@ STUDIES: dict[str, Study] = {
          " > {out}/frozen_bias_e10d_depth.txt"),
         "~15 CPU s", cheap=True, drift=3),
     "cellstats_power": Study(
-        "docs/reproducibility.md 'The evidence behind lysep verify's rules', docs/archive.md: the earlier cell rule's power and false alarms",
+        "docs/archive.md (the regeneration's L-BFGS cell): the earlier cell rule's false alarms per cell",
         ("cellstats_power.txt",), ("{py} studies/cellstats_power.py results/paper > {out}/cellstats_power.txt",),
         "~12 CPU s", cheap=True, drift=None),
     "rfm_equal_accuracy": Study(
@@ -159,7 +159,7 @@ STUDIES: dict[str, Study] = {
         ("{py} studies/baselines.py --experiment elliptic-2d --solver rfls --seeds 0-9 --out {out}/baselines.jsonl",),
         "hours for every row (docs/baselines.md 'Reproducing' lists the commands)", resumes=False),
     "platform_spread_summary": Study(
-        "docs/reproducibility.md 'The evidence behind lysep verify's rules': reruns under emulated platforms",
+        "docs/reproducibility.md 'What other platforms give (measured)': reruns under emulated platforms",
         ("platform_spread.txt",),
         ("bash studies/platform_spread.sh {out}/spread", "{py} studies/platform_spread_summary.py {out}/spread"
          " > {out}/platform_spread.txt"),
