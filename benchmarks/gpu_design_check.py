@@ -35,6 +35,7 @@ import time
 import numpy as np
 
 from lysep_cli.numerics import sincos as sc
+from lysep_cli.accel.sigma import cuda_source
 
 #: (name, M, n_in, |S|, N): a small cell and the largest one (N training points, |S| second-derivative channels)
 CELLS = (("hyperbolic-5d (3,20)", 20, 6, 6, 2000), ("elliptic-2d (3,30)", 30, 2, 2, 1000),
@@ -42,31 +43,9 @@ CELLS = (("hyperbolic-5d (3,20)", 20, 6, 6, 2000), ("elliptic-2d (3,30)", 30, 2,
 
 
 def kernel_source() -> str:
-    """sincos.py's ``_reduced`` and quadrant logic as CUDA C, constants printed to round-trip exactly."""
-    consts = {k: repr(getattr(sc, k)) for k in ("INV_PIO2", "P1", "P2", "P3", "S1", "S2", "S3", "S4", "S5",
-                                                "S6", "C1", "C2", "C3", "C4", "C5", "C6")}
-    defs = "\n".join(f"#define {k} ({v})" for k, v in consts.items())
-    return defs + r"""
-extern "C" __global__ void sincos_fdlibm(const double* x, double* sn, double* cs, long long n) {
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
-       i += (long long)blockDim.x * gridDim.x) {
-    double xi = x[i];
-    double nn = rint(xi * INV_PIO2);
-    double r = ((xi - nn * P1) - nn * P2) - nn * P3;
-    double z = r * r;
-    double s = r + (z * r) * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)))));
-    double hz = 0.5 * z;
-    double w = 1.0 - hz;
-    double c = w + (((1.0 - w) - hz) + z * (z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))))));
-    double q = nn - 4.0 * floor(nn * 0.25);
-    bool swap = (q == 1.0) || (q == 3.0);
-    double ss = q >= 2.0 ? -1.0 : 1.0;
-    double sg = (q == 1.0 || q == 2.0) ? -1.0 : 1.0;
-    sn[i] = (swap ? c : s) * ss;
-    cs[i] = (swap ? s : c) * sg;
-  }
-}
-"""
+    """sincos.py's ``_reduced`` and quadrant logic as CUDA C: the stacked engine's kernel (beyond sincos's
+    LIMIT it takes the library's sin and cos, as the CPU does; the design check's points lie within it)."""
+    return cuda_source()
 
 
 def differing(a: np.ndarray, b: np.ndarray) -> tuple[int, float]:

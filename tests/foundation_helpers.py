@@ -215,3 +215,23 @@ def wait_gone(pids: list[int], seconds: float = 5.0) -> list[int]:
             return []
         time.sleep(0.05)
     return [p for p in pids if alive(p)]
+
+
+def on_archive_platform() -> bool:
+    """Whether this machine gives the archive's bits: every key of EXACT_KEYS of its fingerprint equal to
+    the archived records' (the numerics id through the declared SAME_BITS_AS chain; docs/reproducibility.md).
+    Elsewhere (CI may get another CPU, NumPy or BLAS kernel) only agreement within round-off is promised."""
+    from lysep_cli.store.fingerprint import fingerprint, same_platform
+
+    made = records.read_record(Path(__file__).resolve().parents[1] / "results" / "paper" / "elliptic-2d" / "pinn"
+                               / "L3-M30" / "seed-0.json")
+    return same_platform(made.versions, fingerprint())
+
+
+def one_error_line(result, code: int = 2) -> str:
+    """The one line a refused command prints (a typer CliRunner result): exit ``code``, no traceback."""
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lysep: error:"), result.stderr
+    return lines[0]

@@ -14,21 +14,13 @@ from typer.testing import CliRunner
 from lysep_cli.cli import app
 from lysep_cli.execution.cluster import ClusterError, parse_address
 
-from foundation_helpers import TINY_YAML, files_under, write_tiny
+from foundation_helpers import TINY_YAML, files_under, one_error_line, write_tiny
 
 cli = CliRunner()
 
 LYSEP_YAML = TINY_YAML.replace("      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n",
                                "      pinn: {lr: 1.0e-3, lr_final: 1.0e-4}\n"
                                "      lysep: {step_rule: backtracking, tau: 1.0e-8}\n", 1)
-
-
-def _one_error_line(result, code: int = 2) -> str:
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("lysep: error:"), result.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +72,7 @@ def test_empty_path_option_is_bad_input(tmp_path, monkeypatch, args):
     work.mkdir()
     monkeypatch.chdir(work)
     extra = [] if "--config" in args else ["--config", str(config)]
-    line = _one_error_line(cli.invoke(app, args + extra))
+    line = one_error_line(cli.invoke(app, args + extra))
     assert "empty path" in line
     assert files_under(work) == []
 
@@ -98,14 +90,14 @@ def test_empty_path_option_is_bad_input(tmp_path, monkeypatch, args):
 def test_numbers_only_in_plain_digits(tmp_path, args):
     config = write_tiny(tmp_path, LYSEP_YAML)
     results = tmp_path / "results"
-    line = _one_error_line(cli.invoke(app, [*args, "--config", str(config), "--results", str(results)]))
+    line = one_error_line(cli.invoke(app, [*args, "--config", str(config), "--results", str(results)]))
     assert "in the digits 0-9" in line
     assert not results.exists()
 
 
 def test_infinite_step_size_refused(tmp_path):
     config = write_tiny(tmp_path, LYSEP_YAML)
-    line = _one_error_line(cli.invoke(app, ["study", "step-size", "elliptic-2d", "--taus", "0,1e999", "--config",
+    line = one_error_line(cli.invoke(app, ["study", "step-size", "elliptic-2d", "--taus", "0,1e999", "--config",
                                             str(config), "--results", str(tmp_path / "results")]))
     assert "--taus: need one or more finite values >= 0" in line
 
@@ -129,7 +121,7 @@ def test_non_finite_connect_timeout(tmp_path, value):
     result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
                               "--scheduler", "tcp://127.0.0.1:1", "--connect-timeout", value,
                               "--config", str(config), "--results", str(results)])
-    assert "--connect-timeout" in _one_error_line(result)
+    assert "--connect-timeout" in one_error_line(result)
     assert not results.exists()
 
 
@@ -143,7 +135,7 @@ def test_scheduler_local_superscript_digit(tmp_path):
     results = tmp_path / "results"
     result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
                               "--scheduler", "local:²", "--config", str(config), "--results", str(results)])
-    assert "local:N" in _one_error_line(result)
+    assert "local:N" in one_error_line(result)
     assert not results.exists()
 
 
@@ -156,7 +148,7 @@ def test_results_where_nothing_can_be_written(tmp_path):
     config = write_tiny(tmp_path)
     result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
                               "--config", str(config), "--results", "/proc/lysep-results"])
-    assert "cannot write in /proc" in _one_error_line(result)
+    assert "cannot write in /proc" in one_error_line(result)
     assert result.stdout == ""
     assert not os.path.exists("/proc/lysep-results")
 
@@ -169,7 +161,7 @@ def test_results_through_a_broken_link(tmp_path, target):
     config = write_tiny(tmp_path)
     result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--sizes", "3x6", "--seeds", "0",
                               "--config", str(config), "--results", str(tmp_path / target)])
-    assert "symbolic link to nothing, or a loop" in _one_error_line(result)
+    assert "symbolic link to nothing, or a loop" in one_error_line(result)
     assert result.stdout == ""
 
 
@@ -189,7 +181,7 @@ def test_out_not_a_regular_file(archive, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     result = cli.invoke(app, ["table", "--out", str(fifo), "--config", str(config), "--results", str(results)])
-    assert "not a regular file" in _one_error_line(result)
+    assert "not a regular file" in one_error_line(result)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 

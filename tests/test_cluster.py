@@ -275,19 +275,28 @@ def _spawn(args: list[str], cwd: Path, log: Path) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, start_new_session=True)
 
 
-@pytest.fixture
-def external_cluster(tmp_path):
-    """`dask scheduler` on loopback + `dask worker --nthreads 1` (x2) in their own directory."""
+def start_scheduler(tmp_path: Path) -> tuple[Path, Path, list[subprocess.Popen]]:
+    """`dask scheduler` on loopback, its scheduler file written: (scheduler file, the workers' directory,
+    [the scheduler's process])."""
     wdir = tmp_path / "workers"
     wdir.mkdir()
     sfile = tmp_path / "scheduler.json"
     procs = [_spawn(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                      "--scheduler-file", str(sfile)], wdir, tmp_path / "scheduler.log")]
+    deadline = time.monotonic() + 30
+    while not sfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not sfile.exists():
+        stop(procs[0])
+        raise AssertionError((tmp_path / "scheduler.log").read_text())
+    return sfile, wdir, procs
+
+
+@pytest.fixture
+def external_cluster(tmp_path):
+    """`dask scheduler` on loopback + `dask worker --nthreads 1` (x2) in their own directory."""
+    sfile, wdir, procs = start_scheduler(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not sfile.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert sfile.exists(), (tmp_path / "scheduler.log").read_text()
         procs.append(_spawn(["dask", "worker", "--scheduler-file", str(sfile), "--nworkers", "2",
                              "--nthreads", "1", "--no-dashboard", "--local-directory", str(wdir / "scratch")],
                             wdir, tmp_path / "workers.log"))

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,7 @@ from lysep_cli.specs import load_specs
 from lysep_cli.store import fingerprint as fp
 
 from foundation_helpers import TINY_YAML, files_under, resumable_part, write_tiny
-from test_cluster import _spawn, same_records, stop
+from test_cluster import same_records, start_scheduler, stop
 
 distributed = pytest.importorskip("distributed")
 
@@ -59,16 +58,8 @@ def versions(root: Path) -> list[dict]:
 
 @pytest.mark.timeout(240)
 def test_preloaded_workers_give_the_local_bits_and_unpinned_ones_are_refused(tmp_path):
-    wdir = tmp_path / "workers"
-    wdir.mkdir()
-    sfile = tmp_path / "scheduler.json"
-    procs = [_spawn(["dask", "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-                     "--scheduler-file", str(sfile)], wdir, tmp_path / "scheduler.log")]
+    sfile, wdir, procs = start_scheduler(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not sfile.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert sfile.exists(), (tmp_path / "scheduler.log").read_text()
         procs.append(worker(sfile, wdir, tmp_path / "workers.log", "--nworkers", "2",
                             "--preload", "lysep_cli.platform_pin"))
         local = lysep_run(RUN + ["--results", str(tmp_path / "local")], tmp_path)
@@ -126,7 +117,8 @@ class _OtherPlatform:
 
     def __init__(self, spec, key):
         record, self.params = runner.execute(spec, key, 5)
-        self.record = record.with_(versions={**record.versions, "blas_core": "SkylakeX"})
+        self.other = "Sandybridge" if record.versions.get("blas_core") != "Sandybridge" else "SkylakeX"
+        self.record = record.with_(versions={**record.versions, "blas_core": self.other})
         self.key = key
 
     def results(self, spec, keys, iterations, reporter):
@@ -137,10 +129,11 @@ def test_a_record_of_another_platform_is_not_written(tmp_path):
     spec = load_specs(write_tiny(tmp_path, TINY_YAML))["elliptic-2d"]
     key = runner.RunKey("pinn", 3, 6, 0)
     results = tmp_path / "results"
-    sweep = runner.run_experiment(spec, [key], 5, results, cluster=_OtherPlatform(spec, key))
+    other = _OtherPlatform(spec, key)
+    sweep = runner.run_experiment(spec, [key], 5, results, cluster=other)
     assert not sweep.done and len(sweep.failed) == 1
     assert "another platform than this machine's (blas_core: " in sweep.failed[0][1]
-    assert "-> SkylakeX" in sweep.failed[0][1] and "not written" in sweep.failed[0][1]
+    assert f"-> {other.other}" in sweep.failed[0][1] and "not written" in sweep.failed[0][1]
     assert not [f for f in files_under(results) if "seed-" in f]
 
 

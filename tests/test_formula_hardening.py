@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from foundation_helpers import one_error_line
 from lysep_cli.cli import app
 from lysep_cli.numerics.expressions import derivative_size, parse, variables
 from lysep_cli.numerics.sampling import train_test_points
@@ -51,14 +52,11 @@ def run_mine(tmp: Path, text: str) -> tuple[object, Path]:
 
 def refused(result, results: Path, field: str | None = None) -> str:
     """The one error line of a refusal: exit 2, no traceback, nothing written under ``results``."""
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("lysep: error:"), result.stderr
+    line = one_error_line(result)
     assert "Traceback" not in result.output and not results.exists()
     if field is not None:
-        assert f"field 'problems.mine.{field}'" in lines[0], lines[0]
-    return lines[0]
+        assert f"field 'problems.mine.{field}'" in line, line
+    return line
 
 
 def _training_x1(index: int, n_train: int) -> float:

@@ -18,20 +18,12 @@ from lysep_cli.execution import memory, runner
 from lysep_cli.numerics import dataset
 from lysep_cli.store.checkpoint import checkpoint_path
 
-from foundation_helpers import write_tiny
+from foundation_helpers import one_error_line, write_tiny
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "experiments.yaml"
 SPECS = specs.load_specs(CONFIG)
 cli = CliRunner()
-
-
-def _one_error_line(result, code: int = 2) -> str:
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("lysep: error:"), result.stderr
-    return lines[0]
 
 
 def _shape(spec: specs.ExperimentSpec) -> tuple[int, int]:
@@ -98,7 +90,7 @@ def _run(args: list[str], results: Path, config: Path = CONFIG):
 @pytest.mark.parametrize("size", ["100x30", "3x100000", "11x5", "2x10001"])
 def test_sizes_beyond_the_bound_on_l_and_m_are_refused(tmp_path, size):
     results = tmp_path / "r"
-    line = _one_error_line(_run(["elliptic-2d", "--sizes", size, "--seeds", "0"], results))
+    line = one_error_line(_run(["elliptic-2d", "--sizes", size, "--seeds", "0"], results))
     assert f"{size} is beyond the largest network" in line and f"L <= {memory.MAX_L}" in line
     assert not results.exists()
 
@@ -111,7 +103,7 @@ def test_a_run_beyond_the_available_memory_is_refused_for_every_solver(tmp_path,
     data set is written or a lock taken, naming the solver and its largest parts."""
     monkeypatch.setattr(memory, "available_bytes", lambda: 2 * 10**9)
     results = tmp_path / "r"
-    line = _one_error_line(_run(["elliptic-2d", "--solver", solver, "--sizes", size, "--seeds", "0"], results))
+    line = one_error_line(_run(["elliptic-2d", "--solver", solver, "--sizes", size, "--seeds", "0"], results))
     assert f"size {size} ({solver}): the runs need about" in line and "has 2.0 GB available" in line
     assert not results.exists()
 
@@ -122,7 +114,7 @@ def test_jobs_multiply_the_need(tmp_path, monkeypatch):
     one = sum(memory.run_parts("pinn", 2, 2, 3, 300, 60, 40).values())
     monkeypatch.setattr(memory, "available_bytes", lambda: int(1.5 * one))
     results = tmp_path / "r"
-    line = _one_error_line(_run(["elliptic-2d", "--solver", "pinn", "--sizes", "3x300", "--seeds", "0-1",
+    line = one_error_line(_run(["elliptic-2d", "--solver", "pinn", "--sizes", "3x300", "--seeds", "0-1",
                                  "--jobs", "2"], results, config))
     assert "(2 runs at a time)" in line and not results.exists()
     ok = _run(["elliptic-2d", "--solver", "pinn", "--sizes", "3x300", "--seeds", "0"], results, config)
@@ -137,7 +129,7 @@ def test_n_train_of_a_billion_is_refused_before_any_data_is_drawn(tmp_path, monk
     monkeypatch.setattr(dataset, "train_test_points", lambda *a, **k: drawn.append(1))  # must not be reached
     results = tmp_path / "r"
     start = time.monotonic()
-    line = _one_error_line(_run(["elliptic-2d"], results, config))
+    line = one_error_line(_run(["elliptic-2d"], results, config))
     assert time.monotonic() - start < 30 and not drawn
     assert "elliptic-2d: its data set (n_train 1000000000, n_test 350) needs about 192.0 GB" in line
     assert not results.exists()
@@ -149,13 +141,13 @@ def test_n_train_of_a_billion_is_refused_before_any_data_is_drawn(tmp_path, monk
 @pytest.mark.parametrize("command", [["table"], ["compare"], ["status"]])
 def test_out_in_a_missing_directory_creates_nothing(tmp_path, command):
     out = tmp_path / "missing" / "deeper" / "x.md"
-    line = _one_error_line(cli.invoke(app, command + ["elliptic-2d", "--out", str(out)]))
+    line = one_error_line(cli.invoke(app, command + ["elliptic-2d", "--out", str(out)]))
     assert "does not exist (create it first)" in line
     assert not (tmp_path / "missing").exists()
 
 
 def test_plot_out_directory_needs_an_existing_parent(tmp_path):
-    line = _one_error_line(cli.invoke(app, ["plot", "elliptic-2d", "--out", str(tmp_path / "a" / "figures")]))
+    line = one_error_line(cli.invoke(app, ["plot", "elliptic-2d", "--out", str(tmp_path / "a" / "figures")]))
     assert "does not exist" in line and not (tmp_path / "a").exists()
 
 
@@ -184,7 +176,7 @@ def _lysep_tiny(tmp_path: Path) -> Path:
 def test_the_step_size_study_checks_the_same_bounds_and_memory(tmp_path, monkeypatch):
     results = tmp_path / "r"
     args = ["study", "step-size", "elliptic-2d", "--config", str(CONFIG), "--results", str(results), "--seeds", "0"]
-    assert "3x20000 is beyond the largest network" in _one_error_line(cli.invoke(app, args + ["--sizes", "3x20000"]))
+    assert "3x20000 is beyond the largest network" in one_error_line(cli.invoke(app, args + ["--sizes", "3x20000"]))
     monkeypatch.setattr(memory, "available_bytes", lambda: 10**9)
-    line = _one_error_line(cli.invoke(app, args + ["--sizes", "3x5000"]))
+    line = one_error_line(cli.invoke(app, args + ["--sizes", "3x5000"]))
     assert "size 3x5000 (lysep): the runs need about" in line and not results.exists()

@@ -99,17 +99,7 @@ def test_progress_gets_every_seeds_loss_at_each_sync():
     assert np.array_equal(seen[-1][1], [r.history["J"][-1] for r in out])
 
 
-def test_cuda_without_cupy_or_gpu_is_one_clear_line(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_cupy(name, *args, **kwargs):
-        if name == "cupy":
-            raise ImportError("No module named 'cupy'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_cupy)
+def test_cuda_without_cupy_or_gpu_is_one_clear_line(no_cupy):
     with pytest.raises(backends.DeviceUnavailable) as exc:
         backends.resolve("cuda")
     assert "\n" not in str(exc.value) and "lysep[gpu]" in str(exc.value)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import json
 import subprocess
 import sys
@@ -82,16 +81,8 @@ def test_lysep_settings_the_stacked_engine_lacks_are_refused(tiny):
     assert not results.exists()
 
 
-def test_cuda_without_cupy_is_one_line_exit_2(tiny, monkeypatch):
+def test_cuda_without_cupy_is_one_line_exit_2(tiny, no_cupy):
     config, results = tiny
-    real_import = builtins.__import__
-
-    def no_cupy(name, *args, **kwargs):
-        if name == "cupy":
-            raise ImportError("No module named 'cupy'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_cupy)
     result = cli.invoke(app, ["run", "elliptic-2d", "--solver", "pinn", "--device", "cuda", "--config", str(config),
                               "--results", str(results)])
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
