@@ -101,3 +101,17 @@ def test_the_same_records_give_the_same_bytes(tmp_path):
     time.sleep(1.1)  # a creation date would now differ by a second
     second = {p: p.read_bytes() for p in plot_experiment(records_of(root), EXP, out)}
     assert first == second
+
+
+def test_seeds_note_names_a_seed_free_solver_apart():
+    """Titles count the seeds of the seeded solvers; poly's single fit is named as one fit, not a seed."""
+    from lysep_cli.reports.plots import _seeds_note
+
+    def rec(solver: str, seed: int):
+        return synthetic_record(SPEC, solver, 3, 20, seed, J=1e-3, l2=1e-3, iterations=ITERATIONS)[0]
+
+    seeded = [rec("pinn", s) for s in range(3)] + [rec("lysep", s) for s in range(3)]
+    assert _seeds_note(seeded) == "3 seeds"
+    assert _seeds_note(seeded[:1]) == "1 seed"
+    assert _seeds_note(seeded + [rec("poly", 0)]) == "3 seeds; poly: one fit"
+    assert _seeds_note([rec("poly", 0)]) == "poly: one fit"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -29,7 +30,7 @@ import numpy as np  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from lysep_cli.reports.selection import bound_violations, display_name, finite_number, solver_key
-from lysep_cli.solvers import PAPER_SOLVERS
+from lysep_cli.solvers import PAPER_SOLVERS, SOLVERS, solver_def
 from lysep_cli.store.atomic import write_bytes
 from lysep_cli.store.schema import RunRecord
 
@@ -77,6 +78,8 @@ def _figure(sizes: list[tuple[int, int]], title: str):
         title = title.replace(": ", ":\n", 1)
     else:
         figsize = (3.25 * ncols, 2.5 * nrows + 0.35)
+        width = round(11 * figsize[0])  # ~11 title characters an inch
+        title = "\n".join(textwrap.wrap(title, width=width, break_on_hyphens=False))
     fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, constrained_layout=True)
     for ax in axes.flat[len(sizes):]:
         ax.set_visible(False)
@@ -105,8 +108,12 @@ def _save(fig, out_dir: Path, stem: str) -> list[Path]:
 
 
 def _seeds_note(recs: list[RunRecord]) -> str:
-    n = len({r.seed for r in recs})
-    return f"{n} seed" + ("" if n == 1 else "s")
+    """"10 seeds", or "10 seeds; poly: one fit" where a seed-free solver (one run, no spread) is drawn too."""
+    free = sorted({r.solver for r in recs if r.solver in SOLVERS and solver_def(r.solver).capabilities.seed_free},
+                  key=solver_key)
+    n = len({r.seed for r in recs if r.solver not in free})
+    notes = [f"{n} seed" + ("" if n == 1 else "s")] if n or not free else []
+    return "; ".join(notes + [f"{display_name(s)}: one fit" for s in free])
 
 
 def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> list[Path]:
