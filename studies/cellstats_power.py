@@ -9,7 +9,7 @@ seed-to-seed noise of a kernel change (each J and l2 times 1 + 1e-4 * N(0, 1)).
 
     python studies/cellstats_power.py [RESULTS]  > studies/results/cellstats_power.txt
 
-Backs: docs/archive.md (the regeneration's L-BFGS cell): the earlier cell rule's false alarms per cell.
+Backs: docs/archive.md (the regeneration's L-BFGS cell): the cell rule's false alarms per cell.
 Regenerate: make studies STUDIES=cellstats_power; cheap, part of plain `make studies` ->
     studies/results/cellstats_power.txt (studies/run.py holds the commands).
 Cost: ~12 CPU s.

@@ -71,11 +71,11 @@ STUDIES: dict[str, Study] = {
         ("{py} studies/frozen_bias.py --sizes 3x20,3x50,3x100,3x150 > {out}/frozen_bias_e10d.txt",
          "{py} studies/frozen_bias.py --experiment elliptic-10d-depth --sizes 2x50,4x50,5x50"
          " > {out}/frozen_bias_e10d_depth.txt"),
-        "~15 CPU s", cheap=True, drift=3),
+        "~15 CPU s", cheap=True),
     "cellstats_power": Study(
-        "docs/archive.md (the regeneration's L-BFGS cell): the earlier cell rule's false alarms per cell",
+        "docs/archive.md (the regeneration's L-BFGS cell): the cell rule's false alarms per cell",
         ("cellstats_power.txt",), ("{py} studies/cellstats_power.py results/paper > {out}/cellstats_power.txt",),
-        "~12 CPU s", cheap=True, drift=None),
+        "~12 CPU s", cheap=True),
     "rfm_equal_accuracy": Study(
         "docs/results.md 'LySep against the one-shot least-squares methods': rfm at equal accuracy",
         ("rfm_equal_accuracy.md",), ("{py} studies/rfm_equal_accuracy.py > {out}/rfm_equal_accuracy.md",),
