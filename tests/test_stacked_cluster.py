@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -221,3 +223,20 @@ def test_stack_tasks_group_a_cells_seeds_and_leave_host_solvers_one_run_each():
     stacked = cluster.Session(None, cluster.Target(address="tcp://h:1"), device="cpu-stacked").tasks(keys)
     assert stacked == [keys[0:2], [keys[2]], [keys[3]], keys[4:6]]
     assert cluster.Session(None, cluster.Target(address="tcp://h:1")).tasks(keys) == [[k] for k in keys]
+
+
+@pytest.mark.timeout(180)
+def test_the_gpu_machines_cluster_check_runs_here_on_cpu_stacked(tmp_path):
+    """benchmarks/gpu_cluster_check.py (run by gpu_check.sh on the GPU machine), on NumPy at tiny sizes: the
+    worker it starts as docs/gpu.md says writes the records this process writes."""
+    config, out = write_tiny(tmp_path, YAML), tmp_path / "check"
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_cluster_check.py"), "--device", "cpu-stacked",
+                           "--config", str(config), "--sizes", "3x6", "--seeds", "2", "--iterations", "4", "--out",
+                           str(out)], capture_output=True, text=True, timeout=170,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(out.with_suffix(".json").read_text())
+    assert result["identical"] and result["records"] == 4 and result["stacks"] == 2
+    assert result["record_device_keys"]["device"] == "cpu-stacked" == result["worker_device_facts"]["device"]
+    assert "records identical (weights, histories, finals, fingerprint): True" in out.with_suffix(".txt").read_text()

@@ -172,6 +172,7 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     from lysep_cli.accel import lysep as stacked_lysep
     from lysep_cli.accel import pinn as stacked_pinn
 
+    tune_malloc()  # as execute: the malloc thresholds of a dask worker, here too (no number changes)
     be = backends.resolve(device)
     problem, train = experiment_data(spec).problem, experiment_data(spec).training
     params0 = [network.init_params(train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
