@@ -1,9 +1,11 @@
-"""Run the planned runs of a sweep on a dask.distributed cluster: one task per run.
+"""Run the planned runs of a sweep on a dask.distributed cluster: one task per run, or per stack.
 
 The client (``lysep run --scheduler ...``) plans as usual, then sends each run's spec and key to the
 scheduler.  A worker builds the experiment's data itself (deterministic Halton points), trains through
 :func:`lysep_cli.execution.runner.execute` (one BLAS thread, no file I/O) and sends back the record and the
-weights.  Only the client writes files, with the runner's atomic writer, so the workers need no shared
+weights.  With a stacked device (``--device cuda``, ``cpu-stacked``; docs/gpu.md) a task is a cell's stack,
+the seeds of one (solver, L, M), trained by :func:`lysep_cli.execution.runner.execute_stack` on the worker's
+device (one GPU per worker), and the workers are checked to run that device (:meth:`Session._check_device`).  Only the client writes files, with the runner's atomic writer, so the workers need no shared
 filesystem and may run in any directory on any machine; the numbers equal those of ``--jobs 1``.
 
 Failure handling:
@@ -51,6 +53,7 @@ from lysep_cli.numerics.network import Params
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store.fingerprint import (DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, pins_not_in_force,
                                          same_platform)
+from lysep_cli.store.schema import RunRecord
 
 ENV_VAR = "LYSEP_SCHEDULER"
 SCHEMES = ("tcp", "tls", "ws", "wss")
@@ -205,7 +208,7 @@ def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
 
 
 def run_stack_task(spec: ExperimentSpec, keys: list[RunKey], iterations: int, device: str,
-                   topic: str | None = None) -> list[tuple[dict[str, Any], Params]]:
+                   topic: str | None = None) -> list[tuple[RunRecord, Params]]:
     """One stack on a worker: the seeds ``keys`` of one (solver, L, M) in one stack on ``device``
     (:func:`runner.execute_stack`, no file I/O: no checkpoint, as no run on a worker keeps one), (record,
     params) per key in order.  Refused as :func:`run_task` is; a worker that cannot run ``device`` (no CuPy,
