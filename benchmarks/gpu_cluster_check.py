@@ -3,17 +3,19 @@
 Usage (from the repository root; benchmarks/gpu_check.sh runs it after its own check, on the GPU machine):
 
     python benchmarks/gpu_cluster_check.py [--device cuda] [--experiment elliptic-2d] [--sizes 3x30]
-        [--solver pinn,lysep] [--seeds 10] [--iterations 20] [--out benchmarks/results/gpu_cluster_check]
+        [--solver pinn,lysep] [--seeds 10] [--iterations 20] [--repeats 3]
+        [--out benchmarks/results/gpu_cluster_check]
 
 Starts `dask scheduler` on loopback and one `dask worker --nworkers 1 --nthreads 1 --preload
 lysep_cli.platform_pin` with ``CUDA_VISIBLE_DEVICES=0`` (the launch docs/gpu.md documents, one per GPU), then
-runs the same cells twice in this process — here (``--device``, no scheduler) and as one dask task per stack
-on that worker — each after a warm-up run of the same cells (CuPy compiles its kernels once per process), and
-checks that both write the same records (weights and histories byte for byte, finals, fingerprint with the
-device, array library, GPU model and CUDA runtime).  Figures: the wall time of each (from the first task to
-the last record written; starting the worker is reported apart) and the per-stack overhead of the cluster,
-(cluster - here) / stacks.  Writes ``OUT.txt`` and ``OUT.json``; exit 1 when the records differ.  Without
-dask.distributed it writes one line saying so and exits 0.  ``--device cpu-stacked`` runs it on any machine
+runs the same cells in this process — here (``--device``, no scheduler) and as one dask task per stack on
+that worker, in ``--repeats`` alternating rounds, each way after a warm-up run of the same cells (CuPy
+compiles its kernels once per process) — and checks that both write the same records (weights and
+histories byte for byte, finals, fingerprint with the device, array library, GPU model and CUDA runtime).
+Figures: the wall time of each way (from the first task to the last record written, best of the rounds;
+starting the worker is reported apart) and the per-stack overhead of the cluster, (cluster - here) /
+stacks.  Writes ``OUT.txt`` and ``OUT.json``; exit 1 when the records differ.  Without dask.distributed it
+writes one line saying so and exits 0.  ``--device cpu-stacked`` runs it on any machine
 (tests/test_stacked_cluster.py does, at tiny sizes).
 """
 
@@ -92,6 +94,7 @@ def main() -> int:
     parser.add_argument("--solver", default="pinn,lysep")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3, help="alternating rounds here / on the worker")
     parser.add_argument("--config", default=None)
     parser.add_argument("--out", default="benchmarks/results/gpu_cluster_check")
     args = parser.parse_args()
@@ -126,13 +129,15 @@ def main() -> int:
                 client.wait_for_workers(1, timeout=120)
             worker_start = time.perf_counter() - t0
             timed(spec, keys, args.iterations, root / "warm-here", args.device)
-            here = timed(spec, keys, args.iterations, root / "here", args.device)
             with cluster.Session.open(cluster.read_scheduler_file(sfile), timeout=60, device=args.device) as session:
                 facts = session.device_facts
                 timed(spec, keys, args.iterations, root / "warm-there", args.device, session)
-                there = timed(spec, keys, args.iterations, root / "there", args.device, session)
-            n, problems = compare(spec, root / "here", root / "there")
-            versions = records.load_records(root / "there", [spec.name]).records[0].versions
+                here, there = [], []
+                for r in range(args.repeats):  # alternating rounds, side by side
+                    here.append(timed(spec, keys, args.iterations, root / f"here{r}", args.device))
+                    there.append(timed(spec, keys, args.iterations, root / f"there{r}", args.device, session))
+            n, problems = compare(spec, root / "here0", root / "there0")
+            versions = records.load_records(root / "there0", [spec.name]).records[0].versions
         finally:
             for proc in reversed(procs):
                 stop(proc)
@@ -140,16 +145,19 @@ def main() -> int:
               "seeds": args.seeds, "iterations": args.iterations, "stacks": stacks, "records": n,
               "identical": not problems, "problems": problems[:10], "worker_device_facts": facts,
               "record_device_keys": {k: versions.get(k) for k in DEVICE_KEYS},
-              "worker_start_seconds": worker_start, "here_seconds": here, "cluster_seconds": there,
-              "overhead_per_stack_seconds": (there - here) / stacks}
+              "worker_start_seconds": worker_start, "repeats": args.repeats, "here_seconds": here,
+              "cluster_seconds": there, "overhead_per_stack_seconds": (min(there) - min(here)) / stacks,
+              "loadavg": os.getloadavg()}
     text = (f"{n} records ({stacks} stacks: {args.solver} {spec.name} {args.sizes}, {args.seeds} seeds, "
             f"{args.iterations} iterations), --device {args.device}, here and on one dask worker "
             f"(CUDA_VISIBLE_DEVICES=0, --preload lysep_cli.platform_pin):\n"
             f"  records identical (weights, histories, finals, fingerprint): {not problems}"
             + "".join(f"\n    {p}" for p in problems[:10]) +
             f"\n  the records' device entries: {result['record_device_keys']}\n"
-            f"  wall time here {here:.2f} s, on the worker {there:.2f} s (after a warm-up run each): "
-            f"{result['overhead_per_stack_seconds']:+.3f} s per stack; worker start-up {worker_start:.1f} s\n")
+            f"  wall time, best of {args.repeats} alternating rounds after a warm-up run each: here {min(here):.2f} s, "
+            f"on the worker {min(there):.2f} s: {result['overhead_per_stack_seconds']:+.3f} s per stack "
+            f"(all rounds: here {', '.join(f'{t:.2f}' for t in here)}; worker {', '.join(f'{t:.2f}' for t in there)}); "
+            f"worker start-up {worker_start:.1f} s; load average {result['loadavg'][0]:.2f}\n")
     out.with_suffix(".txt").write_text(text)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     print(text, end="")

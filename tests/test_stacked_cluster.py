@@ -232,7 +232,7 @@ def test_the_gpu_machines_cluster_check_runs_here_on_cpu_stacked(tmp_path):
     config, out = write_tiny(tmp_path, YAML), tmp_path / "check"
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_cluster_check.py"), "--device", "cpu-stacked",
-                           "--config", str(config), "--sizes", "3x6", "--seeds", "2", "--iterations", "4", "--out",
+                           "--config", str(config), "--sizes", "3x6", "--seeds", "2", "--iterations", "4", "--repeats", "1", "--out",
                            str(out)], capture_output=True, text=True, timeout=170,
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
