@@ -81,7 +81,8 @@ def test_stacks_on_workers_are_the_local_stacks_records(tmp_path, gpu_like_clust
     assert local.exit_code == 0, local.output
     on = _run(config, tmp_path / "dask", *every, "--scheduler-file", str(sfile))
     assert on.exit_code == 0, on.output
-    assert "device cpu-stacked (a cell's seeds in one stack, one dask task a stack), scheduler " in on.stderr
+    assert ("device cpu-stacked (a cell's seeds in one stack, one dask task a stack) on the workers' numpy "
+            in on.stderr)
     assert "(2 worker(s)" in on.stderr.splitlines()[0], on.stderr
     assert "18 run(s) done now, 0 skipped as done earlier, 0 failed" in on.stdout
     got, want = _records(tmp_path / "dask"), _records(tmp_path / "local")

@@ -178,8 +178,11 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
     where = f"scheduler {session.describe()}" if session is not None else f"jobs {req.jobs}"
     if req.device != "cpu":
         stack = "one dask task a stack" if session is not None else "in this process"
-        where = f"device {req.device} (a cell's seeds in one stack, {stack})" + (
-            f", scheduler {session.describe()}" if session is not None else "")
+        where = f"device {req.device} (a cell's seeds in one stack, {stack})"
+        if session is not None:
+            facts = session.device_facts
+            on = ", ".join(facts[k] for k in ("gpu", "array_library", "cuda") if k in facts)
+            where += f" on the workers' {on}, scheduler {session.describe()}"
     copied = (f", {len(plan.copies)} copied from identical runs of "
               f"{', '.join(sorted({RunPath.parse(path).experiment for _, path in plan.copies}))}"
               if plan.copies else "")
