@@ -141,7 +141,7 @@ def run(
     config: Config = None,
     scheduler: Optional[str] = typer.Option(
         None, "--scheduler", help="dask scheduler tcp://HOST:PORT, local, local:N or none "
-        "(default: $LYSEP_SCHEDULER); one task per run, see docs/cluster.md"),
+        "(default: $LYSEP_SCHEDULER); one task per run (per stack with --device), see docs/cluster.md"),
     scheduler_file: Optional[Path] = typer.Option(None, "--scheduler-file", parser=path_value,
                                                   help="dask scheduler file (JSON with the address)"),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", parser=decimal_number,
@@ -149,7 +149,8 @@ def run(
     same_numerics: bool = Flag(False, "--same-numerics", help="refuse when EXPERIMENT's records under --results "
                                "were made by other numerics (an archive kept to one numerics id)"),
     device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
-                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'); docs/gpu.md"),
+                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'), here or on dask "
+                               "workers (--scheduler); docs/gpu.md"),
 ) -> None:
     """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped."""
     from lysep_cli.execution import cluster

@@ -317,8 +317,10 @@ def _existing_parent(path: Path, option: str) -> Path:
 
 
 def device(name: str, solvers: list[str], jobs: int, target: Any, spec: ExperimentSpec) -> str:
-    """``--device``: cpu, or a stacked device (cpu-stacked, cuda; docs/gpu.md) that can run here, for solvers it
-    runs (stacked, or on the host) with settings it supports, in this process (no --jobs, no --scheduler)."""
+    """``--device``: cpu, or a stacked device (cpu-stacked, cuda; docs/gpu.md) for solvers it runs (stacked, or
+    on the host) with settings it supports, in this process (not with --jobs) or on dask workers
+    (``target``).  It must run here, but for a scheduler's workers, which are checked when lysep connects
+    (lysep_cli/execution/cluster.py); ``cuda`` not on a LocalCluster (its workers would share one GPU)."""
     from lysep_cli.accel import backend
     from lysep_cli.accel.lysep import unsupported
 
@@ -334,9 +336,14 @@ def device(name: str, solvers: list[str], jobs: int, target: Any, spec: Experime
     why = unsupported(spec.solvers["lysep"]) if "lysep" in solvers else None
     if why:
         raise BadInput(f"--device {name}: {why} ({spec.name}'s lysep settings); use --device cpu")
-    if jobs > 1 or target is not None:
-        raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs and "
-                       "--scheduler (and $LYSEP_SCHEDULER)")
+    if jobs > 1 and target is None:
+        raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs (cells on "
+                       "several workers: --scheduler, docs/gpu.md)")
+    if target is not None and target.local_workers is not None and name == "cuda":
+        raise BadInput("--device cuda --scheduler local: a LocalCluster's workers would share one GPU; start one "
+                       "dask worker per GPU (docs/gpu.md, \"A cluster of GPU workers\"), or drop --scheduler")
+    if target is not None and target.address is not None:
+        return name  # the workers' device is checked when lysep connects to them
     try:
         backend.resolve(name)
     except backend.DeviceUnavailable as exc:

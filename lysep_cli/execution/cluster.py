@@ -1,9 +1,11 @@
-"""Run the planned runs of a sweep on a dask.distributed cluster: one task per run.
+"""Run the planned runs of a sweep on a dask.distributed cluster: one task per run, or per stack.
 
 The client (``lysep run --scheduler ...``) plans as usual, then sends each run's spec and key to the
 scheduler.  A worker builds the experiment's data itself (deterministic Halton points), trains through
 :func:`lysep_cli.execution.runner.execute` (one BLAS thread, no file I/O) and sends back the record and the
-weights.  Only the client writes files, with the runner's atomic writer, so the workers need no shared
+weights.  With a stacked device (``--device cuda``, ``cpu-stacked``; docs/gpu.md) a task is a cell's stack,
+the seeds of one (solver, L, M), trained by :func:`lysep_cli.execution.runner.execute_stack` on the worker's
+device (one GPU per worker), and the workers are checked to run that device (:meth:`Session._check_device`).  Only the client writes files, with the runner's atomic writer, so the workers need no shared
 filesystem and may run in any directory on any machine; the numbers equal those of ``--jobs 1``.
 
 Failure handling:
@@ -40,15 +42,18 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 from urllib.parse import urlsplit
 
+from lysep_cli.accel import backend
 from lysep_cli.execution import interrupts, runner
 from lysep_cli.execution.memory import tune_malloc
 from lysep_cli.execution.runner import Reporter, RunKey
 from lysep_cli.numerics.network import Params
 from lysep_cli.specs import ExperimentSpec
-from lysep_cli.store.fingerprint import EXACT_KEYS, differing, fingerprint, pins_not_in_force, same_platform
+from lysep_cli.store.fingerprint import (DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, pins_not_in_force,
+                                         same_platform)
+from lysep_cli.store.schema import RunRecord
 
 ENV_VAR = "LYSEP_SCHEDULER"
 SCHEMES = ("tcp", "tls", "ws", "wss")
@@ -156,38 +161,69 @@ def resolve_target(scheduler: str | None, scheduler_file: Path | None,
 # ---------------------------------------------------------------------------------------------
 # The task run by a worker.
 
-def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
-             topic: str | None = None) -> tuple[dict[str, Any], Params]:
-    """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events.  Refused
-    (RuntimeError, one line) where this process runs without the platform pins a local run has."""
+def _ready_worker() -> None:
+    """Refuse (RuntimeError, one line) where this process runs without the platform pins a local run has;
+    undo the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/execution/memory.py)."""
     unpinned = pins_not_in_force()
     if unpinned:
         raise RuntimeError(f"this dask worker runs without lysep's platform pins ({'; '.join(unpinned)}): "
                            f"NumPy was loaded before lysep; {PIN_HINT}")
-    tune_malloc()  # undoes the nanny's MALLOC_TRIM_THRESHOLD_=65536 (lysep_cli/execution/memory.py)
-    log = None
-    if topic is not None:
-        try:
-            from distributed import get_worker
+    tune_malloc()
 
-            log = get_worker().log_event
-        except (ImportError, ValueError):
-            log = None
-    progress = None
-    if log is not None:
-        last = [-PROGRESS_EVERY]
-        ident = [key.solver, key.L, key.M, key.seed]
 
-        def progress(k: int, value: float) -> None:
-            now = time.monotonic()
-            if now - last[0] >= PROGRESS_EVERY:
-                last[0] = now
-                try:
+def _progress(topic: str | None, keys: list[RunKey]) -> Callable[[int, Any], None] | None:
+    """progress(k, J) sending each run's loss as a dask event about once a second (J: one value, or one
+    per key of a stack (S,)); None where there is no topic or no worker."""
+    if topic is None:
+        return None
+    try:
+        from distributed import get_worker
+
+        log = get_worker().log_event
+    except (ImportError, ValueError):
+        return None
+    last = [-PROGRESS_EVERY]
+    idents = [[key.solver, key.L, key.M, key.seed] for key in keys]
+
+    def progress(k: int, J: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_EVERY:
+            last[0] = now
+            values = J if hasattr(J, "__len__") else [J]
+            try:
+                for ident, value in zip(idents, values):
                     log(topic, {"key": ident, "k": int(k), "J": float(value)})
-                except Exception:  # a lost progress event costs nothing
-                    pass
+            except Exception:  # a lost progress event costs nothing
+                pass
 
-    return runner.execute(spec, key, iterations, progress)
+    return progress
+
+
+def run_task(spec: ExperimentSpec, key: RunKey, iterations: int,
+             topic: str | None = None) -> tuple[dict[str, Any], Params]:
+    """One run on a worker: :func:`runner.execute` (no file I/O), progress sent as dask events.  Refused
+    (RuntimeError, one line) where this process runs without the platform pins a local run has."""
+    _ready_worker()
+    return runner.execute(spec, key, iterations, _progress(topic, [key]))
+
+
+def run_stack_task(spec: ExperimentSpec, keys: list[RunKey], iterations: int, device: str,
+                   topic: str | None = None) -> list[tuple[RunRecord, Params]]:
+    """One stack on a worker: the seeds ``keys`` of one (solver, L, M) in one stack on ``device``
+    (:func:`runner.execute_stack`, no file I/O: no checkpoint, as no run on a worker keeps one), (record,
+    params) per key in order.  Refused as :func:`run_task` is; a worker that cannot run ``device`` (no CuPy,
+    no GPU) raises its one line."""
+    _ready_worker()
+    return runner.execute_stack(spec, keys, iterations, device, _progress(topic, keys))
+
+
+def worker_device(device: str) -> dict[str, str] | str:
+    """What a record of ``device`` made on this worker adds to the fingerprint (the device, array library,
+    GPU model, CUDA runtime, stacked numerics id: lysep_cli/accel/backend.py), or why it cannot run here."""
+    try:
+        return backend.resolve(device).fingerprint()
+    except backend.DeviceUnavailable as exc:
+        return str(exc)
 
 
 def worker_platform() -> tuple[dict[str, str], list[str]]:
@@ -265,14 +301,18 @@ class Session:
     Use :meth:`open` and close it (or use it as a context manager); :meth:`results` runs the tasks.
     """
 
-    def __init__(self, client: Any, target: Target, local: Any = None):
-        self.client, self.target, self.local = client, target, local
-        self._outstanding: dict[Any, tuple[Any, RunKey]] = {}
+    def __init__(self, client: Any, target: Target, local: Any = None, device: str = "cpu"):
+        self.client, self.target, self.local, self.device = client, target, local, device
+        self._outstanding: dict[Any, tuple[Any, list[RunKey]]] = {}
         self.warnings: list[str] = []
+        self.device_facts: dict[str, str] = {}
+        """a stacked device's entries of the fingerprint, as the workers run it (:meth:`_check_device`)"""
 
     @classmethod
-    def open(cls, target: Target, timeout: float = CONNECT_TIMEOUT) -> "Session":
-        """Connect (or start a LocalCluster of single-threaded worker processes); ClusterError on failure."""
+    def open(cls, target: Target, timeout: float = CONNECT_TIMEOUT, device: str = "cpu") -> "Session":
+        """Connect (or start a LocalCluster of single-threaded worker processes); ClusterError on failure.
+        With a stacked ``device`` (cpu-stacked, cuda) each task is a cell's stack, and the workers must run
+        that device (:meth:`_check_device`)."""
         distributed = _import_distributed()
         local = None
         try:
@@ -289,14 +329,48 @@ class Session:
                 local.close()
             detail = " ".join(str(exc).split()) or type(exc).__name__
             raise ClusterError(f"cannot reach the dask scheduler at {target.describe()}: {detail}") from None
-        session = cls(client, target, local)
-        if local is None:
-            try:
+        session = cls(client, target, local, device)
+        try:
+            if local is None:
                 session.warnings = session._check_workers()
-            except BaseException:
-                session.close()
-                raise
+            if device != "cpu":
+                session.device_facts = session._check_device(timeout)
+        except BaseException:
+            session.close()
+            raise
         return session
+
+    def _check_device(self, timeout: float) -> dict[str, str]:
+        """The entries a record of the stacked device adds to the fingerprint (:func:`worker_device`), the
+        same on every worker connected now (the first to join is waited for, up to ``timeout`` s) and
+        computed by this machine's stacked engine (its numerics id): ClusterError otherwise, e.g. a
+        ``cuda`` sweep whose workers lack CuPy or a GPU.  A worker joining later with other device facts
+        has its records refused (lysep_cli/execution/runner.py), as one on another platform."""
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"--device {self.device}: no dask worker joined within {timeout:g} s to check "
+                               f"that it runs the device ({_error_text(exc)}); start the workers first "
+                               "(docs/gpu.md, \"A cluster of GPU workers\")") from None
+        theirs = self.client.run(worker_device, self.device, on_error="return")
+        unable = {w: f for w, f in theirs.items() if not isinstance(f, dict)}
+        if unable:
+            worker, why = sorted(unable.items())[0]
+            why = why if isinstance(why, str) else _error_text(why)
+            raise ClusterError(f"{len(unable)} of {len(theirs)} dask worker(s) cannot run --device {self.device} "
+                               f"({worker}: {why}); start them where it runs (docs/gpu.md, \"A cluster of GPU "
+                               "workers\")")
+        first = sorted(theirs)[0]
+        keys = ("numerics",) + DEVICE_KEYS
+        facts = {**theirs[first], "numerics": backend.stacked_numerics_id()}  # this machine's stacked engine
+        other = {w: differing(facts, f, keys) for w, f in theirs.items() if differing(facts, f, keys)}
+        if other:
+            worker, diff = sorted(other.items())[0]
+            raise ClusterError(f"{len(other)} of {len(theirs)} dask worker(s) run --device {self.device} unlike "
+                               f"{first} (device) or this machine (stacked numerics) ({worker}: {'; '.join(diff)}); "
+                               "one results directory holds one device's bits: give every worker the same GPU "
+                               "model, CuPy, CUDA and lysep")
+        return facts
 
     def _check_workers(self) -> list[str]:
         """Every worker connected now must import lysep (a worker that cannot unpickle a task dies,
@@ -372,9 +446,34 @@ class Session:
                 pass
             self.local = None
 
+    def tasks(self, keys: list[RunKey]) -> list[list[RunKey]]:
+        """The runs of each task: one run each on ``cpu``; on a stacked device the seeds of each (solver, L,
+        M) the stacked engine trains in one stack, and one run each for the solvers it leaves to the host
+        (rfls, rfm: the CPU engine, as ``lysep run --device`` does locally)."""
+        if self.device == "cpu":
+            return [[key] for key in keys]
+        out: list[list[RunKey]] = []
+        for cell in runner.cells(keys):
+            out += [cell] if cell[0].solver in backend.STACKED_SOLVERS else [[key] for key in cell]
+        return out
+
+    def _submit(self, spec: ExperimentSpec, runs: list[RunKey], iterations: int, topic: str, token: str) -> Any:
+        """One task for ``runs`` (a run, or a stack); larger networks first (longest runs first: a shorter
+        tail; the plan is unchanged)."""
+        key = runs[0]
+        seeds = "_".join(str(k.seed) for k in runs)
+        name = f"lysep-{spec.name}-{key.solver}-L{key.L}-M{key.M}-seed{seeds}-{token}"
+        priority = (key.L - 1) * key.M * key.M
+        if self.device == "cpu" or key.solver not in backend.STACKED_SOLVERS:
+            return self.client.submit(run_task, spec, key, iterations, topic, key=name, pure=False,
+                                      priority=priority)
+        return self.client.submit(run_stack_task, spec, runs, iterations, self.device, topic, key=name, pure=False,
+                                  priority=priority)
+
     def results(self, spec: ExperimentSpec, keys: list[RunKey], iterations: int,
                 reporter: Reporter | None = None) -> Iterator[Outcome]:
-        """Submit one task per key and yield each run's :class:`Outcome` as it finishes.
+        """Submit the tasks of ``keys`` (:meth:`tasks`: one per run, or one per stack) and yield each run's
+        :class:`Outcome` as its task finishes (a stack's runs together, in seed order).
 
         Progress events become ``reporter.begin`` / ``reporter.loss`` calls (in this thread).  An
         exception raised by the consumer, Ctrl-C or SIGTERM (:class:`Terminated`) cancels the tasks
@@ -390,12 +489,9 @@ class Session:
             self.client.subscribe_topic(topic, lambda event: events.put(("event", event)))
             try:
                 futures = self._outstanding = {}
-                for key in keys:
-                    name = f"lysep-{spec.name}-{key.solver}-L{key.L}-M{key.M}-seed{key.seed}-{token}"
-                    # Larger networks first (longest runs first: a shorter tail); the plan is unchanged.
-                    fut = self.client.submit(run_task, spec, key, iterations, topic, key=name, pure=False,
-                                             priority=(key.L - 1) * key.M * key.M)
-                    futures[fut.key] = (fut, key)
+                for runs in self.tasks(keys):
+                    fut = self._submit(spec, runs, iterations, topic, token)
+                    futures[fut.key] = (fut, runs)
                     fut.add_done_callback(lambda f: events.put(("done", f.key)))
                 remaining = len(futures)
                 while remaining:
@@ -412,14 +508,14 @@ class Session:
                         if key is not None:
                             reporter.loss(key, msg["k"], msg["J"])
                         continue
-                    fut, key = futures.pop(item, (None, None))
+                    fut, runs = futures.pop(item, (None, None))
                     if fut is None:
                         continue
                     remaining -= 1
-                    started.discard(key)
-                    outcome = self._outcome(fut, key)
+                    started.difference_update(runs)
+                    outcomes = self._outcomes(fut, runs)
                     fut.release()
-                    yield outcome
+                    yield from outcomes
             finally:
                 self.cancel()
                 try:
@@ -427,16 +523,21 @@ class Session:
                 except Exception:
                     pass
 
-    def _outcome(self, fut: Any, key: RunKey) -> Outcome:
+    def _outcomes(self, fut: Any, runs: list[RunKey]) -> list[Outcome]:
+        """Each run's :class:`Outcome` of a finished task (a run's (record, params), or a stack's list)."""
+        error = None
         if fut.status == "finished":
             try:
-                record, params = fut.result()
-                return Outcome(key, record, params)
+                result = fut.result()
+                pairs = result if isinstance(result, list) else [result]
+                return [Outcome(key, record, params) for key, (record, params) in zip(runs, pairs)]
             except Exception as exc:  # the result was lost and could not be recomputed
-                return Outcome(key, error=_error_text(exc))
-        if fut.status == "error":
+                error = _error_text(exc)
+        elif fut.status == "error":
             try:
-                return Outcome(key, error=_error_text(fut.exception()))
+                error = _error_text(fut.exception())
             except Exception as exc:
-                return Outcome(key, error=_error_text(exc))
-        return Outcome(key, error=f"task {fut.status} by the scheduler (lost connection?)")
+                error = _error_text(exc)
+        else:
+            error = f"task {fut.status} by the scheduler (lost connection?)"
+        return [Outcome(key, error=error) for key in runs]

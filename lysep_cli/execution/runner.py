@@ -37,7 +37,7 @@ from lysep_cli.solvers.base import SolveResult, copy_params, diverged
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store import records
-from lysep_cli.store.fingerprint import EXACT_KEYS, differing, fingerprint, same_platform
+from lysep_cli.store.fingerprint import DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, same_platform
 from lysep_cli.store.schema import (Expected, Final, NewerRecordError, RecordError, RunRecord,
                                     describe_difference, differences, expected, jsonable)
 
@@ -151,8 +151,6 @@ def _stack_checkpoint(spec: ExperimentSpec, keys: list[RunKey], iterations: int,
                       versions: dict[str, str]) -> checkpoints.Checkpoint | None:
     """A LySep stack's one checkpoint (its state for every seed), where its first seed's would be, when they
     are on; its identity names the stack's seeds, so a run of other seeds ignores and replaces it."""
-    from lysep_cli.store.fingerprint import DEVICE_KEYS
-
     key = keys[0]
     if results_dir is None or not keeps_checkpoint(key.solver):
         return None
@@ -174,6 +172,7 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     from lysep_cli.accel import lysep as stacked_lysep
     from lysep_cli.accel import pinn as stacked_pinn
 
+    tune_malloc()  # as execute: the malloc thresholds of a dask worker, here too (no number changes)
     be = backends.resolve(device)
     problem, train = experiment_data(spec).problem, experiment_data(spec).training
     params0 = [network.init_params(train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
@@ -445,22 +444,37 @@ def _run_parallel(spec: ExperimentSpec, keys: list[RunKey], iterations: int, res
 
 
 def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
-                    reporter: Reporter, cluster: Any, sweep: Sweep) -> None:
-    """One task per run on a dask cluster (``cluster`` is a :class:`lysep_cli.execution.cluster.Session`);
-    the records are written here, by the client, as the tasks finish: those made on this machine's
-    platform (:func:`same_platform`); another's is a failed run, never mixed in silently."""
+                    reporter: Reporter, cluster: Any, sweep: Sweep, device: str = "cpu") -> None:
+    """One task per run, or per stack on a stacked ``device``, on a dask cluster (``cluster`` is a
+    :class:`lysep_cli.execution.cluster.Session` opened for ``device``); the records are written here, by the
+    client, as the tasks finish: those made on this machine's platform (:func:`same_platform`; a stack's,
+    with the device the workers were checked to run, ``cluster.device_facts``); another's is a failed run,
+    never mixed in silently."""
+    from lysep_cli.accel.backend import STACKED_SOLVERS
+
     here = fingerprint()
+    stacked = {**here, **cluster.device_facts} if device != "cpu" else here
     with closing(cluster.results(spec, keys, iterations, reporter)) as outcomes:  # closed: cancels the rest
         for out in outcomes:
-            if out.error is None and not same_platform(here, out.record.versions):
+            want = stacked if out.key.solver in STACKED_SOLVERS else here
+            if out.error is None and not same_platform(want, out.record.versions):
                 out.error = (f"made on another platform than this machine's ("
-                             f"{'; '.join(differing(here, out.record.versions, EXACT_KEYS))}): not written, "
-                             "one results directory holds one platform's bits (docs/cluster.md)")
+                             f"{'; '.join(differing(want, out.record.versions, EXACT_KEYS + DEVICE_KEYS))}): "
+                             "not written, one results directory holds one platform's bits (docs/cluster.md)")
             if out.error is not None:
                 sweep.failed.append((out.key, out.error))
                 reporter.failed(out.key, out.error)
                 continue
             _finish(sweep, out.key, out.record, out.params, results_dir, reporter)
+
+
+def cells(keys: list[RunKey]) -> list[list[RunKey]]:
+    """``keys`` grouped by (solver, L, M), in the order they first come: the runs a stacked device trains in
+    one stack (a cell's seeds)."""
+    out: dict[tuple[str, int, int], list[RunKey]] = {}
+    for key in keys:
+        out.setdefault((key.solver, key.L, key.M), []).append(key)
+    return list(out.values())
 
 
 def _run_stacked(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
@@ -469,10 +483,8 @@ def _run_stacked(spec: ExperimentSpec, keys: list[RunKey], iterations: int, resu
     leaves to the host (rfls, rfm: one least-squares solve, lysep_cli/accel/backend.py) one run at a time."""
     from lysep_cli.accel.backend import STACKED_SOLVERS
 
-    cells: dict[tuple[str, int, int], list[RunKey]] = {}
-    for key in keys:
-        cells.setdefault((key.solver, key.L, key.M), []).append(key)
-    for (solver, _, _), cell in cells.items():
+    for cell in cells(keys):
+        solver = cell[0].solver
         if solver not in STACKED_SOLVERS:
             _run_sequential(spec, cell, iterations, results_dir, reporter, sweep)
             continue
@@ -502,9 +514,9 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     """Make sure ``data.npz`` holds the spec's data set (restored when missing or corrupt, even with no
     runs to do), write the ``copies`` (:attr:`Plan.copies`), then run ``keys`` and write each record as
     its run finishes.  With a stacked ``device`` (cpu-stacked, cuda) a cell's seeds run in one stack
-    (:func:`execute_stack`) in this process.  With ``cluster`` (a
-    connected :class:`lysep_cli.execution.cluster.Session`) the runs are tasks on a dask cluster and ``jobs`` is
-    ignored.
+    (:func:`execute_stack`), in this process or, with ``cluster`` (a connected
+    :class:`lysep_cli.execution.cluster.Session` opened for ``device``), as one dask task; on ``cpu`` with
+    ``cluster`` each run is a task.  With ``cluster``, ``jobs`` is ignored.
 
     A run that raises (other than by diverging) is reported in ``Sweep.failed`` and leaves no file; the
     others go on.  An interruption (KeyboardInterrupt, or SIGTERM turned into one by the CLI) keeps every
@@ -519,10 +531,10 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
         return sweep
     reporter.start(len(keys))
     try:
-        if device != "cpu":
+        if cluster is not None:
+            _run_on_cluster(spec, keys, iterations, results_dir, reporter, cluster, sweep, device)
+        elif device != "cpu":
             _run_stacked(spec, keys, iterations, results_dir, reporter, device, sweep)
-        elif cluster is not None:
-            _run_on_cluster(spec, keys, iterations, results_dir, reporter, cluster, sweep)
         elif jobs <= 1 or len(keys) == 1:
             _run_sequential(spec, keys, iterations, results_dir, reporter, sweep)
         else:
@@ -534,5 +546,5 @@ def run_experiment(spec: ExperimentSpec, keys: list[RunKey], iterations: int, re
     return sweep
 
 
-__all__ = ["RunKey", "execute", "execute_stack", "Plan", "plan_runs", "identical_run", "copy_runs", "Reporter", "Sweep",
+__all__ = ["RunKey", "execute", "execute_stack", "cells", "Plan", "plan_runs", "identical_run", "copy_runs", "Reporter", "Sweep",
            "run_experiment"]

@@ -151,7 +151,7 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
         plan = make_plan()
         check(plan)
         if req.target is not None and plan.todo:
-            session = cluster.Session.open(req.target, timeout=req.connect_timeout)
+            session = cluster.Session.open(req.target, timeout=req.connect_timeout, device=req.device)
         plan = _locked_plan(held, req, plan, make_plan, check)
         for path in atomic.remove_stale(results / spec.name):
             warn(f"removed {path} (left by an interrupted lysep)")
@@ -177,7 +177,12 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
     replaced = f", {len(plan.conflicts)} replaced (--force)" if plan.conflicts else ""
     where = f"scheduler {session.describe()}" if session is not None else f"jobs {req.jobs}"
     if req.device != "cpu":
-        where = f"device {req.device} (a cell's seeds in one stack)"
+        stack = "one dask task a stack" if session is not None else "in this process"
+        where = f"device {req.device} (a cell's seeds in one stack, {stack})"
+        if session is not None:
+            facts = session.device_facts
+            on = ", ".join(facts[k] for k in ("gpu", "array_library", "cuda") if k in facts)
+            where += f" on the workers' {on}, scheduler {session.describe()}"
     copied = (f", {len(plan.copies)} copied from identical runs of "
               f"{', '.join(sorted({RunPath.parse(path).experiment for _, path in plan.copies}))}"
               if plan.copies else "")
@@ -211,8 +216,8 @@ def _run_and_summarise(req: SweepRequest, plan: Plan, held: locks.RunLocks, sess
                                      reporter=held.reporting(reporter, results, spec.name),
                                      cluster=session, copies=plan.copies, device=req.device)
     except KeyboardInterrupt as exc:
-        saved = (" (a LySep run saved its checkpoint at the sweep it reached)"
-                 if any(runner.keeps_checkpoint(key.solver) for key in plan.todo) else "")
+        saved = (" (a LySep run saved its checkpoint at the sweep it reached)"  # (none on a cluster's workers)
+                 if session is None and any(runner.keeps_checkpoint(key.solver) for key in plan.todo) else "")
         raise Interrupted(f"{interrupts.name(exc)}: {reporter.finished} finished run(s) kept, the run(s) in "
                           f"flight left no record{saved}; rerun the same command to resume",
                           interrupts.exit_code(exc)) from None
