@@ -251,11 +251,12 @@ W_SOLVE_MODES = (("host", 1), ("host", None), ("reduced", None))
 
 def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int]], sweeps: int, out: Report,
                 rounds: int = 1) -> None:
-    """Where a stacked LySep sweep's time goes, for each W_L solve of W_SOLVE_MODES (accel/lstsq.py): the
-    whole sweep, the QR on the device ("reduced" only), the copy to the host (B (S, M, N), or R
-    (S, M+1, M+1)) and the per-seed host solves, each timed apart (the device synchronised around each part);
-    10 seeds stacked, ``sweeps`` timed after 2 of warm-up, the best of ``rounds`` alternating rounds."""
-    parts = ("sweep", "qr", "copy", "solves")
+    """Where a stacked LySep sweep's time goes, for each W_L solve of W_SOLVE_MODES (accel/lstsq.py): a sweep
+    of Algorithm 1 (StackedIteration.sweep, without the condition numbers; the PINN J of each sweep left
+    out), the QR on the device ("reduced" only), the copy to the host (B (S, M, N), or R (S, M+1, M+1)) and
+    the per-seed host solves, each timed apart (the device synchronised around each part); 10 seeds stacked
+    from their initial networks, one sweep of warm-up, then ``sweeps`` sweeps per mode in each of ``rounds``
+    alternating rounds (the stack's state goes on from sweep to sweep); the best round per figure."""
     spent: dict[str, list[float]] = {}
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -272,27 +273,38 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
 
     originals = {name: getattr(lstsq, name) for name in ("to_host", "reduce", "solve_all")}
     figures: dict[str, dict[str, float]] = {}
-    out(f"## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, {sweeps} sweeps, best of "
-        f"{rounds} round(s)\n")
+    out(f"## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, {sweeps} sweep(s) per "
+        f"mode, best of {rounds} round(s)\n")
     out("| cell | w_solve | host threads | s/sweep | QR on the device | copy to host | host solves | W_L share |")
     out("|---|---|---:|---:|---:|---:|---:|---:|")
     for spec, L, M in cells:
+        problem, _, _, train, _ = experiment_data(spec)
+        params0 = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
+        it = stacked_lysep.StackedIteration(be, params0, stacked_lysep.Data.of(be, train),
+                                            algorithm.Settings.coerce(spec.solvers["lysep"]))
+        it.sweep(np.ones(10, dtype=bool), with_cond=False)  # warm-up (kernels, caches)
         best: dict[tuple[str, int | None], dict[str, float]] = {}
         for _ in range(rounds):
             for mode, workers in W_SOLVE_MODES:
+                it.w_solve, it.workers = mode, workers or lstsq.default_workers(10)
                 spent.clear()
                 for name, fn in originals.items():
                     setattr(lstsq, name, timed(name, fn))
                 try:
-                    total = stack_rate(be, spec, "lysep", L, M, list(range(10)), sweeps, mode, workers)
+                    synced(be)()
+                    t = time.perf_counter()
+                    for _ in range(sweeps):
+                        it.sweep(np.ones(10, dtype=bool), with_cond=False)
+                    synced(be)()
+                    total = (time.perf_counter() - t) / sweeps
                 finally:
                     for name, fn in originals.items():
                         setattr(lstsq, name, fn)
-                per = {k: float(np.median(v)) for k, v in spent.items()}  # one call a sweep (warm-up included)
+                per = {k: sum(v) / sweeps for k, v in spent.items()}  # one W_L solve a sweep
                 got = {"sweep": total, "qr": per.get("reduce", 0.0),
                        "copy": per["to_host"] - per.get("reduce", 0.0), "solves": per["solve_all"]}
                 old = best.setdefault((mode, workers), got)
-                best[(mode, workers)] = {k: min(old[k], got[k]) for k in parts}
+                best[(mode, workers)] = {k: min(old[k], got[k]) for k in got}
         for (mode, workers), f in best.items():
             threads = workers or lstsq.default_workers(10)
             share = (f["qr"] + f["copy"] + f["solves"]) / f["sweep"]

@@ -70,6 +70,13 @@ class Data:
     def N(self) -> int:
         return int(self.host.Z.shape[1])
 
+    @classmethod
+    def of(cls, be: Backend, data: TrainingData) -> "Data":
+        """The training data's LySepData on ``be``'s device."""
+        host = LySepData.build(data.Z, data.coef, data.Y)
+        xp = be.xp
+        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
+
 
 def _sumall(xp: Any, x: Array) -> Array:
     """np.sum(x[s]) per seed, (S,): the pairwise sum of each seed's entries in memory order."""
@@ -528,8 +535,8 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     if why:
         raise ValueError(why)
     xp = be.xp
-    host = LySepData.build(data.Z, data.coef, data.Y)
-    ld = Data(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
+    ld = Data.of(be, data)
+    host = ld.host
     pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
     S, L = len(params0), len(params0[0])
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
