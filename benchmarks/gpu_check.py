@@ -256,7 +256,9 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
     out), the QR on the device ("reduced" only), the copy to the host (B (S, M, N), or R (S, M+1, M+1)) and
     the per-seed host solves, each timed apart (the device synchronised around each part); 10 seeds stacked
     from their initial networks, one sweep of warm-up, then ``sweeps`` sweeps per mode in each of ``rounds``
-    alternating rounds (the stack's state goes on from sweep to sweep); the best round per figure."""
+    alternating rounds (the stack's state goes on from sweep to sweep); the best round per figure.
+    ``sweeps`` 0: the W_L solve alone, once per mode and round, on the state after the warm-up sweep, whose
+    time is then the s/sweep column (for a CPU, where a sweep of the largest cell takes seconds)."""
     spent: dict[str, list[float]] = {}
 
     def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -273,8 +275,9 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
 
     originals = {name: getattr(lstsq, name) for name in ("to_host", "reduce", "solve_all")}
     figures: dict[str, dict[str, float]] = {}
-    out(f"## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, {sweeps} sweep(s) per "
-        f"mode, best of {rounds} round(s)\n")
+    out(f"## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, "
+        + (f"{sweeps} sweep(s) per mode" if sweeps else "the W_L solve alone (s/sweep: the warm-up sweep)")
+        + f", best of {rounds} round(s)\n")
     out("| cell | w_solve | host threads | s/sweep | QR on the device | copy to host | host solves | W_L share |")
     out("|---|---|---:|---:|---:|---:|---:|---:|")
     for spec, L, M in cells:
@@ -282,7 +285,11 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
         params0 = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
         it = stacked_lysep.StackedIteration(be, params0, stacked_lysep.Data.of(be, train),
                                             algorithm.Settings.coerce(spec.solvers["lysep"]))
+        synced(be)()
+        t = time.perf_counter()
         it.sweep(np.ones(10, dtype=bool), with_cond=False)  # warm-up (kernels, caches)
+        synced(be)()
+        reference = time.perf_counter() - t
         best: dict[tuple[str, int | None], dict[str, float]] = {}
         for _ in range(rounds):
             for mode, workers in W_SOLVE_MODES:
@@ -295,12 +302,14 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
                     t = time.perf_counter()
                     for _ in range(sweeps):
                         it.sweep(np.ones(10, dtype=bool), with_cond=False)
+                    if not sweeps:
+                        it._solve_W3(np.ones(10, dtype=bool), with_cond=False)
                     synced(be)()
-                    total = (time.perf_counter() - t) / sweeps
+                    total = (time.perf_counter() - t) / sweeps if sweeps else reference
                 finally:
                     for name, fn in originals.items():
                         setattr(lstsq, name, fn)
-                per = {k: sum(v) / sweeps for k, v in spent.items()}  # one W_L solve a sweep
+                per = {k: sum(v) / max(sweeps, 1) for k, v in spent.items()}  # one W_L solve a sweep
                 got = {"sweep": total, "qr": per.get("reduce", 0.0),
                        "copy": per["to_host"] - per.get("reduce", 0.0), "solves": per["solve_all"]}
                 old = best.setdefault((mode, workers), got)
@@ -345,8 +354,10 @@ def w_solve_cpu(cell: str, sweeps: int, rounds: int, config: Path) -> None:
     be = backends.resolve("cpu-stacked")
     out = Report(Path(tempfile.mkdtemp()) / "w_solve_cpu")
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
-        out(f"thread capacity of this machine (2 threads of matmul, serial/threaded): {thread_capacity():.2f}x\n")
+        capacity = thread_capacity()
         lysep_split(be, [(load_specs(config)[name], L, M)], sweeps, out, rounds)
+        out(f"thread capacity of this machine (2 threads of matmul, serial time / threaded time), before and after: "
+            f"{capacity:.2f}x, {thread_capacity():.2f}x; load average {os.getloadavg()[0]:.1f}")
 
 
 #: seconds the script plans to end within (gpu_check.sh kills it at 480): the whole cell shrinks to fit
