@@ -65,6 +65,14 @@ def test_reduced_full_rank_same_x_and_cond(lam):
     assert lstsq.to_host(CPU, B, y, np.zeros(4), "reduced").top.shape == (4, 13, 12)  # k = M + 1 rows of R
 
 
+def test_reduced_with_fewer_samples_than_unknowns():
+    """N < M + 1: R has k = N rows; with lambda > 0 the system is still full rank and the same solution."""
+    B, y = _systems(2, 8, 12, seed=4)
+    assert lstsq.to_host(CPU, B, y, np.zeros(2), "reduced").top.shape == (2, 8, 12)
+    full, red = _both(B, y, 0.5, "min-norm")
+    assert all(np.linalg.norm(xr - xf) <= 1e-12 * np.linalg.norm(xf) for (xf, _, _), (xr, _, _) in zip(full, red))
+
+
 @pytest.mark.parametrize("lam", [0.0, 0.3])
 def test_reduced_rank_deficient_same_min_norm_x_and_J(lam):
     """Duplicate columns of B^T: with lambda = 0 the system is rank-deficient (gelsy's minimum-norm solution
