@@ -275,7 +275,7 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
 
     originals = {name: getattr(lstsq, name) for name in ("to_host", "reduce", "solve_all")}
     figures: dict[str, dict[str, float]] = {}
-    out(f"## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, "
+    out("## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, "
         + (f"{sweeps} sweep(s) per mode" if sweeps else "the W_L solve alone (s/sweep: the warm-up sweep)")
         + f", best of {rounds} round(s)\n")
     out("| cell | w_solve | host threads | s/sweep | QR on the device | copy to host | host solves | W_L share |")
