@@ -184,6 +184,23 @@ def test_reduced_records_pass_verify_against_the_host_records(both_modes):
     assert cell.verdict == "agrees", cell.line()
 
 
+def test_gelsy_is_scipys_lstsq_bit_for_bit():
+    """accel.lstsq.gelsy (scipy's dgelsy through ctypes, the GIL released) against scipy.linalg.lstsq's gelsy:
+    random tall and square systems, columns scaled over 1e-5..1e5, some with a duplicate column, three rcond."""
+    rng = np.random.default_rng(0)
+    for t in range(60):
+        m = int(rng.integers(1, 300))
+        n = int(rng.integers(1, m + 1))
+        A = rng.normal(size=(m, n)) * 10.0 ** rng.uniform(-5, 5, size=n)
+        if n > 2 and t % 2:
+            A[:, -1] = A[:, 0]
+        c, rcond = rng.normal(size=m), (None, 1e-12, 1e-3)[t % 3]
+        assert np.array_equal(lstsq.gelsy(A, c, rcond),
+                              scipy.linalg.lstsq(A, c, cond=rcond, lapack_driver="gelsy")[0]), (m, n, rcond)
+    with pytest.raises(ValueError, match="tall or square"):
+        lstsq.gelsy(np.ones((2, 3)), np.ones(2), None)
+
+
 def test_the_full_system_is_what_updates_solve_W3_solves():
     """"host" builds the CPU solver's system: [B^T; sqrt(lambda) I] x = [y; 0], gelsy with rcond."""
     B, y = _systems(2, 120, 8, seed=5)

@@ -20,17 +20,24 @@ For each seed s (updates.solve_W3, transposed):
   number); only R, (S, k, M + 1) doubles, comes to the host, where each seed's small system is solved by
   the same routine.  Matlab's rank rule keeps the full system's size: tol = max(N + M, M) eps |R(1,1)|.
 
-The per-seed host solves run on a thread pool over the seeds (LAPACK works outside the GIL; each call
-single-threaded under the caller's threadpoolctl limit, as the runner sets it): the same calls on the same
-arrays as the serial loop, so the same bits.
+The per-seed host solves run on a thread pool over the seeds (each call single-threaded under the caller's
+threadpoolctl limit, as the runner sets it): the same calls on the same arrays as the serial loop, so the
+same bits.  scipy's f2py wrapper of gelsy holds the GIL for the whole LAPACK call (measured: a thread's
+wake-up waited ~9 ms, the call's length, against 0.1 ms beside a matmul), so threads would run the solves
+one at a time; :func:`gelsy` calls the same routine of scipy's LAPACK (scipy.linalg.cython_lapack) through
+ctypes, which releases the GIL, with scipy.linalg.lstsq's arguments (its workspace query): the same bits.
+The basic solve's pivoted QR (scipy.linalg.qr) and triangular solve release it already.  np.linalg.cond
+(the first and last sweep only) holds it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
+from typing import Any, Callable
 
 import numpy as np
 import scipy.linalg
@@ -82,6 +89,44 @@ def to_host(be: Backend, B: Array, y: Array, lam: np.ndarray, w_solve: str) -> S
     return Systems(R[:, :, :M], R[:, :, M], lam, N + M)
 
 
+@lru_cache(maxsize=1)
+def _dgelsy() -> Callable[..., None]:
+    """LAPACK's dgelsy from scipy's own LAPACK, the routine scipy.linalg.lstsq calls, as a ctypes function
+    (every argument a pointer, Fortran's convention; ctypes releases the GIL for the call)."""
+    from numba.extending import get_cython_function_address
+
+    address = get_cython_function_address("scipy.linalg.cython_lapack", "dgelsy")
+    return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 13))(address)
+
+
+def gelsy(A: np.ndarray, c: np.ndarray, rcond: float | None) -> np.ndarray:
+    """scipy.linalg.lstsq(A, c, cond=rcond, lapack_driver="gelsy")[0] for A (m, n), m >= n, c (m,), bit for
+    bit, without holding the GIL: the same routine with the same arguments (A and c copied in Fortran order,
+    the pivots free, rcond None as machine precision, the workspace LAPACK's query returns)."""
+    m, n = A.shape
+    if m < n:
+        raise ValueError(f"gelsy: a tall or square A expected, got {A.shape}")
+    a = np.array(A, dtype=np.float64, order="F")
+    b = np.array(c, dtype=np.float64).reshape(m, 1, order="F")
+    jpvt, rank, info = np.zeros(n, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32)
+    rc = np.array([np.finfo(np.float64).eps if rcond is None else rcond])
+    dims = np.array([m, n, 1, m, m, -1], dtype=np.int32)  # m, n, nrhs, lda, ldb, lwork (-1: the query)
+    work = np.zeros(1)
+
+    def call() -> None:
+        p = [x.ctypes.data for x in (dims[0:1], dims[1:2], dims[2:3], a, dims[3:4], b, dims[4:5], jpvt, rc, rank,
+                                     work, dims[5:6], info)]
+        _dgelsy()(*p)
+        if info[0] != 0:
+            raise ValueError(f"gelsy: LAPACK info {info[0]}")
+
+    call()  # workspace query: the optimal lwork in work[0]
+    dims[5] = int(work[0])
+    work = np.zeros(dims[5])
+    call()
+    return b[:n, 0].copy()
+
+
 def basic_solve(A: np.ndarray, c: np.ndarray, rows: int) -> tuple[np.ndarray, int]:
     """Matlab's basic solution of A x = c (A (m, n), c (m,)) with the rank rule of a system of ``rows`` rows:
     numerics.lstsq.basic_lstsq itself when rows = m, else its steps with tol = max(rows, n) eps |R(1,1)|."""
@@ -106,7 +151,7 @@ def solve_one(top: np.ndarray, y: np.ndarray, lam: float, rows: int, lstsq: str,
     if lstsq == "basic":
         x, rank = basic_solve(A, c, rows)
     else:
-        x = scipy.linalg.lstsq(A, c, cond=rcond, lapack_driver="gelsy")[0]
+        x = gelsy(A, c, rcond)  # scipy.linalg.lstsq(A, c, cond=rcond, lapack_driver="gelsy")[0], GIL released
     return x, rank, float(np.linalg.cond(A)) if with_cond else float("nan")
 
 
