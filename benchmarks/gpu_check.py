@@ -41,11 +41,13 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import threading  # noqa: E402
 import traceback  # noqa: E402
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
@@ -347,6 +349,46 @@ def thread_capacity(n: int = 2) -> float:
     return serial / threaded
 
 
+def gil_delay(fn: Callable[[], Any], seconds: float = 0.5) -> float:
+    """The main thread's median wake-up delay after sleep(1 ms) while another thread calls ``fn`` in a loop:
+    ~0.1 ms when ``fn`` releases the GIL, of the order of its call when it holds it."""
+    done = threading.Event()
+
+    def loop() -> None:
+        t = time.perf_counter()
+        while time.perf_counter() - t < seconds:
+            fn()
+        done.set()
+
+    worker = threading.Thread(target=loop)
+    worker.start()
+    delays = []
+    while not done.is_set():
+        t = time.perf_counter()
+        time.sleep(0.001)
+        delays.append(time.perf_counter() - t - 0.001)
+    worker.join()
+    return float(np.median(delays))
+
+
+def gelsy_gil(m: int, n: int, out: Report) -> None:
+    """scipy.linalg.lstsq's gelsy against accel.lstsq.gelsy on one random m x n system: time a call (best of
+    5, alternating) and whether it holds the GIL (:func:`gil_delay`)."""
+    rng = np.random.default_rng(0)
+    A, c = rng.normal(size=(m, n)), rng.normal(size=m)
+    ways = {"scipy.linalg.lstsq (f2py)": lambda: scipy.linalg.lstsq(A, c, lapack_driver="gelsy"),
+            "accel.lstsq.gelsy (ctypes)": lambda: lstsq.gelsy(A, c, None)}
+    best = {k: float("inf") for k in ways}
+    for _ in range(5):
+        for k, fn in ways.items():
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    for k, fn in ways.items():
+        out(f"- gelsy of a {m} x {n} system by {k}: {best[k] * 1e3:.2f} ms a call; the main thread's median "
+            f"wake-up delay beside it {gil_delay(fn) * 1e3:.2f} ms")
+
+
 def w_solve_cpu(cell: str, sweeps: int, rounds: int, config: Path) -> None:
     """``--w-solve-cpu EXPERIMENT:LxM``: lysep_split on NumPy (cpu-stacked), one BLAS thread, printed."""
     name, size = cell.split(":")
@@ -355,7 +397,9 @@ def w_solve_cpu(cell: str, sweeps: int, rounds: int, config: Path) -> None:
     out = Report(Path(tempfile.mkdtemp()) / "w_solve_cpu")
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         capacity = thread_capacity()
-        lysep_split(be, [(load_specs(config)[name], L, M)], sweeps, out, rounds)
+        spec = load_specs(config)[name]
+        gelsy_gil(spec.n_train + M, M, out)
+        lysep_split(be, [(spec, L, M)], sweeps, out, rounds)
         out(f"thread capacity of this machine (2 threads of matmul, serial time / threaded time), before and after: "
             f"{capacity:.2f}x, {thread_capacity():.2f}x; load average {os.getloadavg()[0]:.1f}")
 
