@@ -12,8 +12,9 @@ Sections (each written to OUT.md as it finishes, the figures also to OUT.json):
    over the history).
 3. s/iteration (PINN) and s/sweep (LySep) for every paper (cell, solver) pair, 10 seeds stacked, beside one
    CPU core on this machine (one seed, one BLAS thread) and the archive's records; rfls and rfm run on the
-   host (the CPU engine).  3b: a LySep sweep's time split, the W_L least squares on the host against the
-   rest, and the same systems by CuPy's lstsq on the device (timed only).
+   host (the CPU engine).  3b: a LySep sweep's time split for each W_L solve (accel/lstsq.py: the full
+   systems on the host, serial and threaded; QR-reduced on the device): the QR, the copy to the host and
+   the host solves timed apart, at elliptic-10d (3,150) and elliptic-2d (3,30).
 4. one whole cell end to end with ``lysep run --device``: elliptic-10d (3,150) LySep, 10 seeds x 2000
    sweeps (fewer if the measured rate says they would not fit: said so), records into a scratch results
    directory, then ``lysep verify --against results/paper``.
@@ -40,10 +41,13 @@ import os  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
+import threading  # noqa: E402
 import traceback  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 from typing import Any, Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
+import scipy.linalg  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
@@ -52,6 +56,7 @@ from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
 from lysep_cli.numerics.sincos import sincos  # noqa: E402
+from lysep_cli.accel import lstsq  # noqa: E402
 from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
 from lysep_cli.solvers import pinn  # noqa: E402
 from lysep_cli.solvers.lysep import algorithm  # noqa: E402
@@ -112,12 +117,14 @@ def synced(be: backends.Backend) -> Callable[[], None]:
     return (lambda: be.xp.cuda.Device().synchronize()) if be.xp is not np else (lambda: None)
 
 
-def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0: list, iterations: int) -> list:
-    """One stack of ``params0`` trained by the stacked ``solver`` (pinn or lysep) with the spec's settings."""
+def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0: list, iterations: int,
+                w_solve: str | None = None, w_workers: int | None = None) -> list:
+    """One stack of ``params0`` trained by the stacked ``solver`` (pinn or lysep) with the spec's settings
+    (LySep: its W_L least squares by ``w_solve`` on ``w_workers`` host threads, the device's default if None)."""
     problem, _, _, train, _ = experiment_data(spec)
     if solver == "lysep":
         return stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], iterations,
-                                           sync_every=iterations)
+                                           sync_every=iterations, w_solve=w_solve, w_workers=w_workers)
     return solve_stacked(be, train, params0, spec.solvers["pinn"], iterations, sync_every=iterations)
 
 
@@ -128,14 +135,14 @@ def solve_cpu(spec: ExperimentSpec, solver: str, params0: list, iterations: int)
 
 
 def stack_rate(be: backends.Backend, spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int],
-               iterations: int) -> float:
+               iterations: int, w_solve: str | None = None, w_workers: int | None = None) -> float:
     """Seconds per iteration of one stack of ``seeds`` (after one warm-up run of 2 iterations)."""
     params0 = [network.init_params(experiment_data(spec).problem.n_in, L, M, s) for s in seeds]
     wait = synced(be)
-    solve_stack(be, spec, solver, params0, 2)
+    solve_stack(be, spec, solver, params0, 2, w_solve, w_workers)
     wait()
     t = time.perf_counter()
-    solve_stack(be, spec, solver, params0, iterations)
+    solve_stack(be, spec, solver, params0, iterations, w_solve, w_workers)
     wait()
     return (time.perf_counter() - t) / iterations
 
@@ -240,48 +247,161 @@ def per_cell(be: backends.Backend, specs: dict[str, ExperimentSpec], out: Report
     return rates
 
 
-def lysep_split(be: backends.Backend, spec: ExperimentSpec, L: int, M: int, sweeps: int, out: Report) -> None:
-    """Where a stacked LySep sweep's time goes: the W_L least squares on the host (B's copy back included)
-    against the whole sweep, and what the same systems cost solved on the device instead (CuPy's SVD-based
-    lstsq, one seed after the other; timed only, its bits are not the CPU's)."""
-    out(f"## 3b. Where a LySep sweep's time goes: {spec.name} ({L},{M}), 10 seeds stacked, {sweeps} sweeps\n")
-    spent = [0.0, 0]
-    original = stacked_lysep.StackedIteration._solve_W3
+#: the W_L solves lysep_split times: (w_solve, host threads; None: the default, one per CPU up to the seeds)
+W_SOLVE_MODES = (("host", 1), ("host", None), ("reduced", None))
 
-    def timed(self, active, with_cond):
+
+def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int]], sweeps: int, out: Report,
+                rounds: int = 1) -> None:
+    """Where a stacked LySep sweep's time goes, for each W_L solve of W_SOLVE_MODES (accel/lstsq.py): a sweep
+    of Algorithm 1 (StackedIteration.sweep, without the condition numbers; the PINN J of each sweep left
+    out), the QR on the device ("reduced" only), the copy to the host (B (S, M, N), or R (S, M+1, M+1)) and
+    the per-seed host solves, each timed apart (the device synchronised around each part); 10 seeds stacked
+    from their initial networks, one sweep of warm-up, then ``sweeps`` sweeps per mode in each of ``rounds``
+    alternating rounds (the stack's state goes on from sweep to sweep); the best round per figure.
+    ``sweeps`` 0: the W_L solve alone, once per mode and round, on the state after the warm-up sweep, whose
+    time is then the s/sweep column (for a CPU, where a sweep of the largest cell takes seconds)."""
+    spent: dict[str, list[float]] = {}
+
+    def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            synced(be)()
+            t = time.perf_counter()
+            try:
+                result = fn(*args, **kwargs)
+                synced(be)()
+                return result
+            finally:
+                spent.setdefault(name, []).append(time.perf_counter() - t)
+        return wrapper
+
+    originals = {name: getattr(lstsq, name) for name in ("to_host", "reduce", "solve_all")}
+    figures: dict[str, dict[str, float]] = {}
+    out("## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, "
+        + (f"{sweeps} sweep(s) per mode" if sweeps else "the W_L solve alone (s/sweep: the warm-up sweep)")
+        + f", best of {rounds} round(s)\n")
+    out("| cell | w_solve | host threads | s/sweep | QR on the device | copy to host | host solves | W_L share |")
+    out("|---|---|---:|---:|---:|---:|---:|---:|")
+    for spec, L, M in cells:
+        problem, _, _, train, _ = experiment_data(spec)
+        params0 = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
+        it = stacked_lysep.StackedIteration(be, params0, stacked_lysep.Data.of(be, train),
+                                            algorithm.Settings.coerce(spec.solvers["lysep"]))
         synced(be)()
         t = time.perf_counter()
-        try:
-            return original(self, active, with_cond)
-        finally:
-            spent[0] += time.perf_counter() - t
-            spent[1] += 1
+        it.sweep(np.ones(10, dtype=bool), with_cond=False)  # warm-up (kernels, caches)
+        synced(be)()
+        reference = time.perf_counter() - t
+        best: dict[tuple[str, int | None], dict[str, float]] = {}
+        for _ in range(rounds):
+            for mode, workers in W_SOLVE_MODES:
+                it.w_solve, it.workers = mode, workers or lstsq.default_workers(10)
+                spent.clear()
+                for name, fn in originals.items():
+                    setattr(lstsq, name, timed(name, fn))
+                try:
+                    synced(be)()
+                    t = time.perf_counter()
+                    for _ in range(sweeps):
+                        it.sweep(np.ones(10, dtype=bool), with_cond=False)
+                    if not sweeps:
+                        it._solve_W3(np.ones(10, dtype=bool), with_cond=False)
+                    synced(be)()
+                    total = (time.perf_counter() - t) / sweeps if sweeps else reference
+                finally:
+                    for name, fn in originals.items():
+                        setattr(lstsq, name, fn)
+                per = {k: sum(v) / max(sweeps, 1) for k, v in spent.items()}  # one W_L solve a sweep
+                got = {"sweep": total, "qr": per.get("reduce", 0.0),
+                       "copy": per["to_host"] - per.get("reduce", 0.0), "solves": per["solve_all"]}
+                old = best.setdefault((mode, workers), got)
+                best[(mode, workers)] = {k: min(old[k], got[k]) for k in got}
+        for (mode, workers), f in best.items():
+            threads = workers or lstsq.default_workers(10)
+            share = (f["qr"] + f["copy"] + f["solves"]) / f["sweep"]
+            out(f"| {spec.name} ({L},{M}) | {mode} | {threads} | {f['sweep']:.3e} | "
+                + (f"{f['qr']:.3e}" if mode == "reduced" else "-") + f" | {f['copy']:.3e} | {f['solves']:.3e} | "
+                f"{100 * share:.0f} % |")
+            figures[f"{spec.name} ({L},{M}) {mode} threads={threads}"] = {**f, "w_share": share}
+        out.flush()
+    out(f"\nThe per-cell and whole-cell sections use {be.device}'s default: w_solve "
+        f"{lstsq.default_w_solve(be.xp)!r}.\n")
+    out.figures["lysep_split"] = figures
 
-    stacked_lysep.StackedIteration._solve_W3 = timed
-    try:
-        total = stack_rate(be, spec, "lysep", L, M, list(range(10)), sweeps) * sweeps
-    finally:
-        stacked_lysep.StackedIteration._solve_W3 = original
-    host = spent[0] * sweeps / max(spent[1], 1)  # the timed run's share (the warm-up's calls averaged in)
-    out(f"- whole sweeps: {total / sweeps:.3e} s/sweep; W_L least squares on the host: {host / sweeps:.3e} "
-        f"s/sweep ({100 * host / total:.0f} %)")
-    out.figures["lysep_split"] = {"s_per_sweep": total / sweeps, "host_lstsq_s_per_sweep": host / sweeps}
-    if be.xp is np:
-        out("- (the device alternative is timed on a GPU only)\n")
-        return
-    xp = be.xp
-    N = experiment_data(spec).training.Z.shape[1]
-    A = xp.asarray(np.random.default_rng(0).normal(size=(10, N + M, M)))
-    rhs = xp.asarray(np.random.default_rng(1).normal(size=(10, N + M)))
-    xp.linalg.lstsq(A[0], rhs[0], rcond=None)
-    synced(be)()
+
+def thread_capacity(n: int = 2) -> float:
+    """This machine's parallel capacity for BLAS work on ``n`` threads: the serial time of n equal matmul
+    loops over their time on n threads (n where n cores are free, 1 where the threads share one)."""
+    a = np.random.default_rng(0).normal(size=(300, 300))
+
+    def work() -> None:
+        for _ in range(40):
+            a @ a
+
     t = time.perf_counter()
-    for i in range(10):  # loop over the seeds: CuPy's lstsq takes one system
-        xp.linalg.lstsq(A[i], rhs[i], rcond=None)
-    synced(be)()
-    device = time.perf_counter() - t
-    out(f"- the same 10 systems ({N + M} x {M}) by cupy.linalg.lstsq on the device: {device:.3e} s per sweep\n")
-    out.figures["lysep_split"]["device_lstsq_s_per_sweep"] = device
+    for _ in range(n):
+        work()
+    serial = time.perf_counter() - t
+    with ThreadPoolExecutor(n) as pool:
+        t = time.perf_counter()
+        list(pool.map(lambda _: work(), range(n)))
+        threaded = time.perf_counter() - t
+    return serial / threaded
+
+
+def gil_delay(fn: Callable[[], Any], seconds: float = 0.5) -> float:
+    """The main thread's median wake-up delay after sleep(1 ms) while another thread calls ``fn`` in a loop:
+    ~0.1 ms when ``fn`` releases the GIL, of the order of its call when it holds it."""
+    done = threading.Event()
+
+    def loop() -> None:
+        t = time.perf_counter()
+        while time.perf_counter() - t < seconds:
+            fn()
+        done.set()
+
+    worker = threading.Thread(target=loop)
+    worker.start()
+    delays = []
+    while not done.is_set():
+        t = time.perf_counter()
+        time.sleep(0.001)
+        delays.append(time.perf_counter() - t - 0.001)
+    worker.join()
+    return float(np.median(delays))
+
+
+def gelsy_gil(m: int, n: int, out: Report) -> None:
+    """scipy.linalg.lstsq's gelsy against accel.lstsq.gelsy on one random m x n system: time a call (best of
+    5, alternating) and whether it holds the GIL (:func:`gil_delay`)."""
+    rng = np.random.default_rng(0)
+    A, c = rng.normal(size=(m, n)), rng.normal(size=m)
+    ways = {"scipy.linalg.lstsq (f2py)": lambda: scipy.linalg.lstsq(A, c, lapack_driver="gelsy"),
+            "accel.lstsq.gelsy (ctypes)": lambda: lstsq.gelsy(A, c, None)}
+    best = {k: float("inf") for k in ways}
+    for _ in range(5):
+        for k, fn in ways.items():
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
+    for k, fn in ways.items():
+        out(f"- gelsy of a {m} x {n} system by {k}: {best[k] * 1e3:.2f} ms a call; the main thread's median "
+            f"wake-up delay beside it {gil_delay(fn) * 1e3:.2f} ms")
+
+
+def w_solve_cpu(cell: str, sweeps: int, rounds: int, config: Path) -> None:
+    """``--w-solve-cpu EXPERIMENT:LxM``: lysep_split on NumPy (cpu-stacked), one BLAS thread, printed."""
+    name, size = cell.split(":")
+    L, M = (int(v) for v in size.split("x"))
+    be = backends.resolve("cpu-stacked")
+    out = Report(Path(tempfile.mkdtemp()) / "w_solve_cpu")
+    with threadpool_limits(limits=1), np.errstate(all="ignore"):
+        capacity = thread_capacity()
+        spec = load_specs(config)[name]
+        gelsy_gil(spec.n_train + M, M, out)
+        lysep_split(be, [(spec, L, M)], sweeps, out, rounds)
+        out(f"thread capacity of this machine (2 threads of matmul, serial time / threaded time), before and after: "
+            f"{capacity:.2f}x, {thread_capacity():.2f}x; load average {os.getloadavg()[0]:.1f}")
 
 
 #: seconds the script plans to end within (gpu_check.sh kills it at 480): the whole cell shrinks to fit
@@ -426,6 +546,9 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", choices=backends.STACKED_DEVICES)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/gpu_check")
     ap.add_argument("--cpu-ratio", help="only the CPU side by side, e.g. elliptic-2d:3x30")
+    ap.add_argument("--w-solve-cpu", help="only section 3b on NumPy, one BLAS thread, e.g. elliptic-10d:3x150 "
+                                          "(--iterations sweeps, --rounds)")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--digest", action="store_true", help="write the archive's digest (finals, rates) and stop")
@@ -434,6 +557,8 @@ def main() -> None:
         return write_digest(ROOT / "results/paper")
     if args.cpu_ratio:
         return cpu_ratio(args.cpu_ratio, args.seeds, args.iterations, ROOT / "experiments.yaml")
+    if args.w_solve_cpu:
+        return w_solve_cpu(args.w_solve_cpu, args.iterations, args.rounds, ROOT / "experiments.yaml")
     started = time.perf_counter()
     device = "cpu-stacked" if args.smoke else args.device
     be = backends.resolve(device)
@@ -469,8 +594,9 @@ def main() -> None:
             its, cpu_its = ({"pinn": 3, "lysep": 2}, {"pinn": 1, "lysep": 1}) if args.smoke else \
                 ({"pinn": 20, "lysep": 5}, {"pinn": 3, "lysep": 2})
             failed.append(not section(out, lambda: rates.update(per_cell(be, specs, out, its, cpu_its, archive_r))))
-            big = ("elliptic-2d", 3, 6) if args.smoke else ("elliptic-10d", 3, 150)
-            failed.append(not section(out, lysep_split, be, specs[big[0]], big[1], big[2], 2 if args.smoke else 5, out))
+            split = [("elliptic-2d", 3, 6)] if args.smoke else [("elliptic-10d", 3, 150), ("elliptic-2d", 3, 30)]
+            failed.append(not section(out, lysep_split, be, [(specs[n], L, M) for n, L, M in split],
+                                      2 if args.smoke else 5, out))
             cell = ("elliptic-2d", "lysep", 3, 6, 20) if args.smoke else ("elliptic-10d", "lysep", 3, 150, 2000)
             n = affordable(cell[4], rates.get(cell[:4]), BUDGET_S - (time.perf_counter() - started), out)
             failed.append(not section(out, whole_cell, device, config, cell[0], cell[1], f"{cell[2]}x{cell[3]}", n,

@@ -8,7 +8,10 @@ step sizes).  Per seed, the decisions are the CPU solver's:
 - each gradient block's backtracking (or fixed) step by lysep_cli/accel/steps.py, every seed accepting or
   rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
   seed J0 (algorithm.same_bits);
-- the closed-form updates b_l, W_L (the least squares per seed on the host, scipy as on the CPU) and b_L;
+- the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
+  (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
+  (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device
+  ("reduced", CuPy's default; lysep_cli/accel/lstsq.py);
 - a seed whose J_S stops being finite leaves the sweep there (its later blocks are not applied), and a seed
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
@@ -25,16 +28,14 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-import scipy.linalg
 
-from lysep_cli.accel import engine
+from lysep_cli.accel import engine, lstsq
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.steps import StackedBacktracking
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
-from lysep_cli.numerics.lstsq import basic_lstsq
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
@@ -68,6 +69,13 @@ class Data:
     @property
     def N(self) -> int:
         return int(self.host.Z.shape[1])
+
+    @classmethod
+    def of(cls, be: Backend, data: TrainingData) -> "Data":
+        """The training data's LySepData on ``be``'s device."""
+        host = LySepData.build(data.Z, data.coef, data.Y)
+        xp = be.xp
+        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
 
 
 def _sumall(xp: Any, x: Array) -> Array:
@@ -331,9 +339,14 @@ def _merge(xp: Any, mask: np.ndarray, new: Array, old: Array) -> Array:
 class StackedIteration:
     """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
 
-    def __init__(self, be: Backend, params0: list[Params], data: Data, settings: Settings):
+    def __init__(self, be: Backend, params0: list[Params], data: Data, settings: Settings, w_solve: str | None = None,
+                 workers: int | None = None):
         xp = self.xp = be.xp
         self.be, self.data, self.s = be, data, settings
+        self.w_solve = lstsq.default_w_solve(xp) if w_solve is None else w_solve
+        if self.w_solve not in lstsq.W_SOLVES:
+            raise ValueError(f"w_solve must be one of {', '.join(lstsq.W_SOLVES)}, got {self.w_solve!r}")
+        self.workers = lstsq.default_workers(len(params0)) if workers is None else workers
         self.L = len(params0[0])
         self.S = len(params0)
         self.blocks = gradient_blocks(self.L)
@@ -437,23 +450,21 @@ class StackedIteration:
         self.accepted_steps[block] += moved
 
     def _solve_W3(self, active: np.ndarray, with_cond: bool) -> Array:
-        """updates.solve_W3 per seed on the host: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic)."""
+        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), the
+        full systems or the QR-reduced ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads."""
         be, data, L = self.be, self.data, self.L
-        B = be.host(self.st.fit.B)
-        lam = be.host(penalty(self.terms, weights(self.st, data), L))
-        bL = be.host(self.st.v[f"b{L}"])
+        idx = np.flatnonzero(active)
+        lam = be.host(penalty(self.terms, weights(self.st, data), L))[idx]
+        B = self.st.fit.B  # (S, M, N)
+        y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
+        if idx.size < self.S:
+            sel = be.asarray(idx)
+            B, y = B[sel], y[sel]
+        systems = lstsq.to_host(be, B, y, lam, self.w_solve)
         W = be.host(self.st.v[f"W{L}"]).copy()
-        h = data.host
-        for s in np.flatnonzero(active):  # loop over the seeds: one least-squares solve each, as the CPU's
-            M = B.shape[1]
-            A = np.vstack([B[s].T, np.sqrt(lam[s]) * np.eye(M)])
-            rhs = np.concatenate([h.Y - bL[s] * h.K, np.zeros(M)])
-            if self.s.lstsq == "basic":
-                x, self.last_rank[s] = basic_lstsq(A, rhs)
-            else:
-                x = scipy.linalg.lstsq(A, rhs, cond=self.s.rcond, lapack_driver="gelsy")[0]
-            self.last_cond[s] = float(np.linalg.cond(A)) if with_cond else float("nan")
-            W[s] = x[None, :]
+        for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
+                                                            self.workers)):
+            W[s], self.last_rank[s], self.last_cond[s] = x[None, :], rank, cond
         return be.asarray(W)
 
     def _solve_b(self, l: int) -> Array:
@@ -511,22 +522,26 @@ _LOOP_ARRAYS = ("worst", "violations", "first_violation", "J_first", "cond_first
 def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: list[Params],
                   settings: Settings | dict[str, Any], iterations: int,
                   progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 1,
-                  checkpoint: Checkpoint | None = None) -> list[SolveResult]:
+                  checkpoint: Checkpoint | None = None, w_solve: str | None = None,
+                  w_workers: int | None = None) -> list[SolveResult]:
     """algorithm.solve for every network of ``params0`` (one per seed), stacked: one SolveResult per seed,
-    the CPU solver's bit for bit (timings are the stack's).  ``checkpoint``: the stack's, resumed from when it
-    holds this stack's state and saved as it comes due; the results are the uninterrupted run's."""
+    the CPU solver's bit for bit with ``w_solve`` "host" (timings are the stack's).  ``checkpoint``: the
+    stack's, resumed from when it holds this stack's state and saved as it comes due; the results are the
+    uninterrupted run's.  ``w_solve``: where W_L's least squares are done (accel/lstsq.py; None: the
+    device's default, "host" on NumPy, "reduced" on CuPy), recorded as ``diagnostics.W3_solve``;
+    ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed)."""
     s = Settings.coerce(settings)
     why = unsupported(s)
     if why:
         raise ValueError(why)
     xp = be.xp
-    host = LySepData.build(data.Z, data.coef, data.Y)
-    ld = Data(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
+    ld = Data.of(be, data)
+    host = ld.host
     pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
     S, L = len(params0), len(params0[0])
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
     factor = bound_factor(problem.pde, problem.d) * C
-    it = StackedIteration(be, params0, ld, s)
+    it = StackedIteration(be, params0, ld, s, w_solve, w_workers)
     J = pinn_J(be, it.params(), data, pinn_plan)
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = np.where(it.J_S > 0, J / it.J_S, np.nan)
@@ -621,6 +636,7 @@ def _result(i: int, params: Params, params0: Params, hist_J: list[float], hist_J
         "W3_norm": float(np.linalg.norm(params[-1][0])),
         "W3_system_cond_first": float(cond_first),
         "W3_system_cond_last": float(it.last_cond[i]),
+        "W3_solve": it.w_solve,
         **({"W3_system_rank_first": rank_first, "W3_system_rank_last": it.last_rank[i],
             "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size)}
            if s.lstsq == "basic" else {}),
