@@ -404,8 +404,8 @@ def w_solve_cpu(cell: str, sweeps: int, rounds: int, config: Path) -> None:
             f"{capacity:.2f}x, {thread_capacity():.2f}x; load average {os.getloadavg()[0]:.1f}")
 
 
-#: seconds the script plans to end within (gpu_check.sh kills it at 480): the whole cell shrinks to fit
-BUDGET_S = 420.0
+#: seconds the script plans to end within (gpu_check.sh kills it at 400): the whole cell shrinks to fit
+BUDGET_S = 360.0
 
 
 def affordable(iterations: int, rate: float | None, left: float, out: Report) -> int:

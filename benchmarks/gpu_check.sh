@@ -20,9 +20,9 @@ fi
     || { echo "gpu_check: needs CuPy and an NVIDIA GPU (pip install 'lysep[gpu]')" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 status=0
-timeout 480 "$PY" benchmarks/gpu_check.py --device cuda --out benchmarks/results/gpu_check "$@" || status=$?
-# cuda stacks on a dask GPU worker started as docs/gpu.md says: the records of a local run (<= 90 s)
-timeout 90 "$PY" benchmarks/gpu_cluster_check.py --out benchmarks/results/gpu_cluster_check || status=$((status ? status : $?))
+timeout 400 "$PY" benchmarks/gpu_check.py --device cuda --out benchmarks/results/gpu_check "$@" || status=$?
+# cuda stacks on a dask GPU worker started as docs/gpu.md says: the records of a local run (<= 60 s)
+timeout 60 "$PY" benchmarks/gpu_cluster_check.py --out benchmarks/results/gpu_cluster_check || status=$((status ? status : $?))
 if [[ -n "${OUT:-}" ]]; then
     cp benchmarks/results/gpu_check.md benchmarks/results/gpu_check.json "$OUT"/ 2>/dev/null || true
     cp benchmarks/results/gpu_cluster_check.txt benchmarks/results/gpu_cluster_check.json "$OUT"/ 2>/dev/null || true
