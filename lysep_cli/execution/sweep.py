@@ -17,6 +17,7 @@ from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import atomic, locks, records
 from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store.layout import RunPath
+from lysep_cli.store.fingerprint import differing, fingerprint, same_platform
 from lysep_cli.store.schema import RunRecord
 
 Echo = Callable[[str], None]
@@ -164,12 +165,31 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
             why = checkpoints.unreadable(path)
             if why is not None:
                 warn(f"{path}: checkpoint cannot be read ({why}); {key.label()} starts from scratch")
+        mixed = mixed_platforms(plan) if req.device == "cpu" and session is None else None
+        if mixed:
+            warn(mixed)
         say(_announce(req, plan, session))
         return _run_and_summarise(req, plan, held, session, echo, warn, summarise)
     finally:
         if session is not None:
             session.close()
         held.release()
+
+
+def mixed_platforms(plan: Plan, here: dict[str, str] | None = None) -> str | None:
+    """One line when records already in the cells this run completes were made on another platform or device
+    than this process (``here``: its fingerprint): the new runs would sit beside them in the same cells, e.g.
+    a run under ``LYSEP_NATIVE_BLAS=1`` completing a pinned one. None when every such record is this
+    platform's."""
+    cells = {(k.solver, k.L, k.M) for k in plan.todo}
+    here = fingerprint() if here is None else here
+    other = [r for r in plan.skipped if (r.solver, r.L, r.M) in cells and not same_platform(r.versions, here)]
+    if not other:
+        return None
+    how = "; ".join(differing(other[0].versions, here)[:2])
+    return (f"{len(other)} record(s) of the cells this run completes were made on another platform ({how}); "
+            "the new runs will sit beside them in the same cells, each judged by lysep verify on its own "
+            "platform (another --results directory keeps them apart)")
 
 
 def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
