@@ -182,6 +182,8 @@ def mixed_platforms(plan: Plan, here: dict[str, str] | None = None) -> str | Non
     a run under ``LYSEP_NATIVE_BLAS=1`` completing a pinned one. None when every such record is this
     platform's."""
     cells = {(k.solver, k.L, k.M) for k in plan.todo}
+    if not any((r.solver, r.L, r.M) in cells for r in plan.skipped):
+        return None
     here = fingerprint() if here is None else here
     other = [r for r in plan.skipped if (r.solver, r.L, r.M) in cells and not same_platform(r.versions, here)]
     if not other:
