@@ -1,0 +1,83 @@
+"""benchmarks/launch_count.py: the counting array namespace changes no number, and its counts are real.
+
+The stacked engine run through the counting proxy (every would-be CuPy kernel, upload and host sync
+counted) must give the run without it bit for bit; its counts must be positive, the same from one run to
+the next, and not depend on the number of seeds stacked (a stack's launches are the stack's, not the
+seeds').
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lysep_cli.accel import backend as backends
+from lysep_cli.accel import sigma
+from lysep_cli.numerics.sincos import sincos
+from lysep_cli.specs import load_specs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def lc():
+    spec = importlib.util.spec_from_file_location("launch_count", ROOT / "benchmarks/launch_count.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["launch_count"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cell():
+    return load_specs(ROOT / "experiments.yaml")["elliptic-2d"]
+
+
+def _same(a, b) -> bool:
+    return (all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in a.history)
+            and all(np.array_equal(x, y) for (Wa, ba), (Wb, bb) in zip(a.params, b.params) for x, y in ((Wa, Wb), (ba, bb))))
+
+
+def test_a_run_through_the_proxy_is_the_run_without_it_bit_for_bit(lc, cell):
+    plain = backends.resolve("cpu-stacked")
+    with np.errstate(all="ignore"):
+        counts, counted = lc.pinn_run(cell, 3, 8, 2, 1, 50)
+        _, uncounted = lc.pinn_run(cell, 3, 8, 2, 1, 50, be=plain)
+        sweeps, counted_l = lc.lysep_run(cell, 3, 8, 2, 2)
+        _, uncounted_l = lc.lysep_run(cell, 3, 8, 2, 2, be=plain)
+    assert all(_same(a, b) for a, b in zip(counted, uncounted))
+    assert all(_same(a, b) for a, b in zip(counted_l, uncounted_l))
+    assert counts["launch"] > 0 and counts["sync"] > 0 and counts["upload"] > 0
+    assert len(sweeps) == 1 and sweeps[0]["launch"] > 0 and sweeps[0]["sync"] > 0 and sweeps[0]["trials"] > 0
+
+
+def test_counts_are_stable_and_do_not_depend_on_the_number_of_seeds(lc, cell):
+    with np.errstate(all="ignore"):
+        runs = [lc.pinn_run(cell, 3, 8, S, 1, 50)[0] for S in (2, 2, 3)]
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_the_proxy_counts_what_would_be_kernels_and_syncs(lc):
+    xp = lc.COUNTING.xp
+    with lc.counting() as tally:
+        a = xp.asarray(np.arange(6.0).reshape(2, 3))  # an upload
+        b = a[:, 1:]  # a view: free
+        c = xp.ascontiguousarray(b)  # a copy kernel
+        c += 1.0  # one kernel
+        c[0] = 7.0  # one kernel
+        s, co = sigma.sincos(xp, a)  # the sigma kernel (sigma.py's device branch): one launch
+        total = float(c.sum())  # one reduction, one sync
+        host = lc.COUNTING.host(s)  # one sync
+    assert tally.totals() == {"launch": 5, "upload": 1, "sync": 2}
+    assert total == 7 + 7 + 5 + 6 and np.array_equal(host, sincos(np.arange(6.0).reshape(2, 3))[0])
+    assert tally.by_op[("launch", "sigma_values_fdlibm")] + tally.by_op[("launch", "sincos_fdlibm")] == 1
+
+
+def test_the_calibration_counts_the_design_checks_trial_model(lc):
+    costs, model = lc.calibrate()
+    assert model["sync"] == 1 and model["launch"] > 10
+    assert costs.launch == costs.sync and 1e-6 < costs.launch < 1e-3
