@@ -55,16 +55,28 @@ class StackedPlan:
         return len(self.groups)
 
 
+@dataclass(frozen=True)
+class FirstWeights:
+    """What W_2's forward and reverse passes over a structured layer 1 share (computed once a pass):
+    A_d (S, n_in M, M), A_Q (S, n_g M, M) and w1sq = sum_{j in g} W_1(:, j)^2 (S, M, n_g)."""
+
+    A_d: Array
+    A_Q: Array
+    w1sq: Array
+
+
 @dataclass
 class Layer:
     """A hidden layer's channels, stacked: a (S, M, N), sigma^(k)(a), d (S, n_in, M, N) or None (layer 1:
-    d_1j = W_1(:, j), kept as ``w1`` (S, M, n_in)), Q (S, n_g, M, N) or None (q = 0)."""
+    d_1j = W_1(:, j), kept as ``w1`` (S, M, n_in)), Q (S, n_g, M, N) or None (q = 0); ``first``: layer 2's
+    :class:`FirstWeights` when layer 1 is structured."""
 
     a: Array
     sig: SigmaValues
     d: Array | None = None
     Q: Array | None = None
     w1: Array | None = None
+    first: FirstWeights | None = None
 
     @property
     def structured(self) -> bool:
@@ -92,11 +104,21 @@ def materialise(xp: Any, layer: Layer, plan: StackedPlan) -> Layer:
     return Layer(layer.a, layer.sig, d, None)
 
 
+def channels(group: np.ndarray) -> slice | np.ndarray:
+    """The index of a group's inputs on a channel axis: a slice (a view) when they are consecutive."""
+    g0 = int(group[0])
+    return slice(g0, g0 + len(group)) if np.array_equal(group, np.arange(g0, g0 + len(group))) else group
+
+
 def sum_of_squares(xp: Any, d: Array, group: np.ndarray) -> Array:
-    """sum_{j in group} d_j^2, (S, M, N), for d (S, n_in, M, N)."""
-    out = xp.square(d[:, group[0]])
-    for j in group[1:]:  # loop over the input dimensions of the group
-        out += d[:, j] * d[:, j]
+    """sum_{j in group} d_j^2, (S, M, N), for d (S, n_in, M, N): d_g0^2 + d_g1^2 + ... added in that order;
+    the squares of the group in one pass (len(group) launches on a device, not 2 len(group) - 1)."""
+    if len(group) == 1:
+        return xp.square(d[:, group[0]])
+    sq = xp.square(d[:, channels(group)])
+    out = sq[:, 0] + sq[:, 1]
+    for k in range(2, len(group)):  # loop over the input dimensions of the group
+        out += sq[:, k]
     return out
 
 
@@ -106,12 +128,13 @@ def _w1_squares(xp: Any, w1: Array, plan: StackedPlan) -> Array:
         else xp.zeros(w1.shape[:2] + (0,))
 
 
-def stacked_first_weights(xp: Any, W: Array, w1: Array, plan: StackedPlan) -> tuple[Array, Array]:
+def stacked_first_weights(xp: Any, W: Array, w1: Array, plan: StackedPlan) -> FirstWeights:
     """A_d = [W diag W_1(:, j)]_j (S, n_in M, M) and A_Q = [W diag sum_{j in g} W_1(:, j)^2]_g (S, n_g M, M)."""
     S, M = W.shape[0], W.shape[2]
+    w1sq = _w1_squares(xp, w1, plan)
     A_d = (W[:, None, :, :] * _T(xp, w1)[:, :, None, :]).reshape(S, -1, M)
-    A_Q = (W[:, None, :, :] * _T(xp, _w1_squares(xp, w1, plan))[:, :, None, :]).reshape(S, -1, M)
-    return A_d, A_Q
+    A_Q = (W[:, None, :, :] * _T(xp, w1sq)[:, :, None, :]).reshape(S, -1, M)
+    return FirstWeights(A_d, A_Q, w1sq)
 
 
 def group_input(xp: Any, prev: Layer, i: int, group: np.ndarray) -> Array:
@@ -127,13 +150,14 @@ def next_layer(xp: Any, W: Array, b: Array, prev: Layer, plan: StackedPlan) -> L
     """The channels of layer l from those of layer l-1 (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
     S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
     a = propagate_a(xp, W, b, prev)
+    first = None
     if prev.structured:
-        A_d, A_Q = stacked_first_weights(xp, W, prev.w1, plan)
-        d = xp.matmul(A_d, prev.sig.s1).reshape(S, plan.n_in, M, N)
-        Q = xp.matmul(A_Q, prev.sig.s2).reshape(S, plan.n_groups, M, N)
+        first = stacked_first_weights(xp, W, prev.w1, plan)
+        d = xp.matmul(first.A_d, prev.sig.s1).reshape(S, plan.n_in, M, N)
+        Q = xp.matmul(first.A_Q, prev.sig.s2).reshape(S, plan.n_groups, M, N)
     else:
         d, Q = propagate_d(xp, W, prev), propagate_Q(xp, W, prev, plan)
-    return Layer(a, sigma.values(xp, a), d, Q)
+    return Layer(a, sigma.values(xp, a), d, Q, first=first)
 
 
 def propagate_a(xp: Any, W: Array, b: Array, prev: Layer) -> Array:
@@ -171,8 +195,9 @@ def fit_matrix(xp: Any, last: Layer, plan: StackedPlan) -> Fit:
     fused kernel)."""
     s, d = last.sig, last.d
     U = xp.zeros_like(last.a)
+    Kd = plan.K1[:, None, :] * d  # K_j d_j for every j in one pass
     for j in range(plan.n_in):  # loop over the input dimensions: U += K_j d_j
-        U += plan.K1[j] * d[:, j]
+        U += Kd[:, j]
     V = xp.zeros_like(last.a)
     for i, g in enumerate(plan.groups):
         V += plan.K2[i] * sum_of_squares(xp, d, g)
@@ -197,10 +222,24 @@ def fit_adjoints(xp: Any, G: Array, last: Layer, plan: StackedPlan, fit: Fit) ->
     gd = Gs1[:, None] * plan.K1[None, :, None, :]
     G2s2 = 2.0 * G * s.s2
     for i, g in enumerate(plan.groups):
-        for j in g:  # loop over the input dimensions
-            gd[:, j] += (G2s2 * plan.K2[i]) * last.d[:, j]
+        t = G2s2 * plan.K2[i]
+        _add_product(xp, gd, t, last.d, g)
     gQ = Gs1[:, None] * plan.K2[None, :, None, :]
     return ga, gd, gQ
+
+
+def _add_product(xp: Any, out: Array, t: Array, d: Array, group: np.ndarray) -> None:
+    """out[:, j] += t d[:, j] for every j of ``group`` (out, d (S, n_in, M, N), t (S, M, N)), in place: one
+    product and one addition for a group of consecutive inputs, and no write-back copy (``out[:, j] += x``
+    would launch one on CuPy)."""
+    c = channels(group)
+    if isinstance(c, slice):
+        view = out[:, c]
+        view += t[:, None] * d[:, c]
+        return
+    for j in group:  # loop over the input dimensions (not consecutive)
+        view = out[:, j]
+        view += t * d[:, j]
 
 
 def weight_gradient(xp: Any, ga: Array, gd: Array, gQ: Array, prev: Layer, plan: StackedPlan) -> Array:
@@ -231,21 +270,22 @@ def input_adjoints(xp: Any, W: Array, ga: Array, gd: Array, gQ: Array, prev: Lay
     gd_prev = Hd
     gd_prev *= s.s1[:, None]
     for i, g in enumerate(plan.groups if HQ is not None else ()):
-        t = 2.0 * s.s2 * HQ[:, i]
-        for j in g:  # loop over the input dimensions
-            gd_prev[:, j] += t * d[:, j]
+        _add_product(xp, gd_prev, 2.0 * s.s2 * HQ[:, i], d, g)
     gQ_prev = HQ * s.s1[:, None] if HQ is not None and prev.Q is not None else None
     return ga_prev, gd_prev, gQ_prev
 
 
 def first_layers_backward(xp: Any, W2: Array, ga: Array, gd: Array, gQ: Array, layer1: Layer,
-                          plan: StackedPlan, Z: Array) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+                          plan: StackedPlan, Z: Array,
+                          first: FirstWeights | None = None) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
     """((dW_2, db_2), (dW_1, db_1)) from the adjoints of layer 2's (a, d, Q), layer 1 structured
-    (channels.first_layers_backward: P_d[j] = g_dj sigma'(a_1)^T, P_Q[g] = g_Qg sigma''(a_1)^T)."""
+    (channels.first_layers_backward: P_d[j] = g_dj sigma'(a_1)^T, P_Q[g] = g_Qg sigma''(a_1)^T); ``first``:
+    the forward pass's products of W_2 and W_1 (made here when not given)."""
     s, w1 = layer1.sig, layer1.w1
     S, n_in, M, N = gd.shape
     n_g = plan.n_groups
-    A_d, A_Q = stacked_first_weights(xp, W2, w1, plan)
+    first = stacked_first_weights(xp, W2, w1, plan) if first is None else first
+    A_d, A_Q = first.A_d, first.A_Q
     gd2 = gd.reshape(S, n_in * M, N)
     P_d = xp.matmul(gd2, _T(xp, s.s1)).reshape(S, n_in, M, -1)
     gW2 = xp.matmul(ga, _T(xp, s.s0))
@@ -256,7 +296,7 @@ def first_layers_backward(xp: Any, W2: Array, ga: Array, gd: Array, gQ: Array, l
     if n_g:
         gQ2 = gQ.reshape(S, n_g * M, N)
         P_Q = xp.matmul(gQ2, _T(xp, s.s2)).reshape(S, n_g, M, -1)
-        gW2 += xp.einsum("sgkm,smg->skm", P_Q, _w1_squares(xp, w1, plan))
+        gW2 += xp.einsum("sgkm,smg->skm", P_Q, first.w1sq)
         ga1 += s.s3 * xp.matmul(_T(xp, A_Q), gQ2)
         S_in = np.flatnonzero(plan.group_of >= 0)
         gW1_d[:, :, S_in] += 2.0 * w1[:, :, S_in] * xp.einsum("skm,sgkm->smg", W2, P_Q)[:, :, plan.group_of[S_in]]
@@ -304,7 +344,8 @@ def backward(xp: Any, params: StackedParams, Z: Array, fp: PinnPass, plan: Stack
         prev = fp.layers[l - 1]
         grads[l] = (weight_gradient(xp, ga, gd, gQ, prev, plan), ga.sum(axis=2))
         ga, gd, gQ = input_adjoints(xp, W, ga, gd, gQ, prev, plan)
-    grads[1], grads[0] = first_layers_backward(xp, params[1][0], ga, gd, gQ, fp.layers[0], plan, Z)
+    grads[1], grads[0] = first_layers_backward(xp, params[1][0], ga, gd, gQ, fp.layers[0], plan, Z,
+                                               fp.layers[1].first)
     return grads
 
 

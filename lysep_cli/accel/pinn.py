@@ -56,9 +56,8 @@ def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], s
     Z, Y = backend.asarray(data.Z), backend.asarray(data.Y)
     params = stack(backend, params0)
     S = len(params0)
-    history = xp.full((iterations + 1, S), xp.nan)
     J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
-    history[0] = J
+    Js = [J]  # J after each iteration, stacked once at the end (no copy kernel an iteration)
     active = xp.isfinite(J)
     for k in range(iterations):
         eta = schedule(k)
@@ -66,14 +65,16 @@ def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], s
         params = [(xp.where(keep[:, :, None], W - eta * gW, W), xp.where(keep, b - eta * gb, b))
                   for (W, b), (gW, gb) in zip(params, grads)]
         J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
-        history[k + 1] = J
+        Js.append(J)
         active &= xp.isfinite(J)
         if (k + 1) % sync_every == 0 or k + 1 == iterations:
             if progress is not None:
                 progress(k, backend.host(J))
             if not bool(active.any()):
                 break
-    return [_result(p, h) for p, h in zip(unstack(backend, params), backend.host(history).T)]
+    history = np.full((iterations + 1, S), np.nan)
+    history[:len(Js)] = backend.host(xp.stack(Js))
+    return [_result(p, h) for p, h in zip(unstack(backend, params), history.T)]
 
 
 def _result(params: Params, history: np.ndarray) -> SolveResult:
