@@ -396,6 +396,53 @@ def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], archive: dict, out
     out.figures["sweep_minutes"] = minutes
 
 
+def launch_costs(be: backends.Backend, out: Report, smoke: bool) -> None:
+    """Section 7: what one kernel launch, one tiny device->host copy (a host sync) and one tiny upload cost on
+    the device, to check benchmarks/results/launch_count.md's prediction (counts x costs, its costs calibrated
+    from the design check's trial); and the fused sigma kernel (sigma.values: sin, cos, -sin, -cos in one
+    launch) against sincos and two negations, bit for bit."""
+    xp, wait, n = be.xp, synced(be), 20 if smoke else 400
+    out(f"## 7. Launch and sync costs on the device ({n} of each, best of 3)\n")
+    x, y = xp.zeros(8), xp.zeros(8)
+    big = xp.zeros((10, 30, 1000))
+    host = np.ones(8)
+
+    def best(body: Callable[[], Any]) -> float:
+        times = []
+        for _ in range(3):
+            body()
+            wait()
+            t = time.perf_counter()
+            for _ in range(n):
+                body()
+            wait()
+            times.append((time.perf_counter() - t) / n)
+        return min(times)
+
+    costs = {"launch_8": best(lambda: xp.add(x, 1.0, out=y)),
+             "launch_10x30x1000": best(lambda: xp.multiply(big, 1.0, out=big)),
+             "launch_then_sync": best(lambda: be.host(xp.add(x, 1.0, out=y))),
+             "sync_alone": best(lambda: be.host(y)),
+             "upload_8": best(lambda: be.asarray(host))}
+    costs["sync_after_launch"] = costs["launch_then_sync"] - costs["launch_8"]
+    for k, v in costs.items():
+        out(f"- {k.replace('_', ' ')}: **{v * 1e6:.1f} µs**")
+    a = be.asarray(np.random.default_rng(4).normal(0.0, 3.0, (10, 30, 1000)))
+    fused = sigma.values(xp, a)
+    s, c = sigma.sincos(xp, a)
+    differing = sum(int(np.count_nonzero(be.host(f).view(np.int64) != be.host(u).view(np.int64)))
+                    for f, u in zip((fused.s0, fused.s1, fused.s2, fused.s3), (s, c, xp.negative(s), xp.negative(c))))
+    costs["sigma_values_fused"] = best(lambda: sigma.values(xp, a))
+    costs["sigma_sincos_and_two_negations"] = best(lambda: (lambda p: (xp.negative(p[0]), xp.negative(p[1])))(
+        sigma.sincos(xp, a)))
+    out(f"- sigma.values (one kernel on a device) against sincos + two negations, (10, 30, 1000): entries "
+        f"differing **{differing}**; {costs['sigma_values_fused'] * 1e6:.1f} against "
+        f"{costs['sigma_sincos_and_two_negations'] * 1e6:.1f} µs")
+    out("- to compare with the costs benchmarks/results/launch_count.md calibrated from the design check's trial "
+        "(its 'Calibration'), which its predicted full sweep assumes\n")
+    out.figures["launch_costs_s"] = {**costs, "sigma_fused_differing": differing}
+
+
 def cpu_ratio(cells: str, seeds: int, iterations: int, config: Path) -> None:
     """The stacked engine on NumPy against the CPU engine's loop over seeds, side by side, one BLAS thread,
     alternating, the best of 3 rounds each; checks that every seed is the same bits.  ``cells``:
@@ -479,6 +526,7 @@ def main() -> None:
                                       "cpu" if args.smoke else "cuda"))
             if rates:
                 failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
+            failed.append(not section(out, launch_costs, be, out, args.smoke))
     out.flush()
     if any(failed):
         raise SystemExit(1)
