@@ -54,6 +54,15 @@ class StackedPlan:
     def n_groups(self) -> int:
         return len(self.groups)
 
+    @property
+    def singles(self) -> slice | None:
+        """When every group is one input and the groups' inputs are consecutive (LySep's plan), their slice on
+        the channel axis (group i is input singles.start + i: a term of every group in one pass), else None."""
+        if not self.groups or any(len(g) != 1 for g in self.groups):
+            return None
+        c = channels(np.concatenate(self.groups))
+        return c if isinstance(c, slice) else None
+
 
 @dataclass(frozen=True)
 class FirstWeights:
@@ -199,14 +208,28 @@ def fit_matrix(xp: Any, last: Layer, plan: StackedPlan) -> Fit:
     for j in range(plan.n_in):  # loop over the input dimensions: U += K_j d_j
         U += Kd[:, j]
     V = xp.zeros_like(last.a)
-    for i, g in enumerate(plan.groups):
-        V += plan.K2[i] * sum_of_squares(xp, d, g)
-        if last.Q is not None:
-            U += plan.K2[i] * last.Q[:, i]
+    for t in weighted_squares(xp, d, plan):  # V += K-hat_g sum_{j in g} d_j^2, group by group
+        V += t
+    if last.Q is not None and plan.n_groups:
+        KQ = plan.K2[:, None, :] * last.Q  # K-hat_g Q_g for every group in one pass
+        for i in range(plan.n_groups):  # loop over the groups: U += K-hat_g Q_g
+            U += KQ[:, i]
     B = plan.K * s.s0
     B += s.s1 * U
     B += s.s2 * V
     return Fit(B, U, V)
+
+
+def weighted_squares(xp: Any, d: Array, plan: StackedPlan):
+    """K-hat_g sum_{j in g} d_j^2 for each group g in order, each (S, M, N); of every group in one pass when
+    each group is one input (plan.singles)."""
+    c = plan.singles
+    if c is not None:
+        KS = plan.K2[:, None, :] * xp.square(d[:, c])
+        yield from (KS[:, i] for i in range(plan.n_groups))
+        return
+    for i, g in enumerate(plan.groups):
+        yield plan.K2[i] * sum_of_squares(xp, d, g)
 
 
 def fit_adjoints(xp: Any, G: Array, last: Layer, plan: StackedPlan, fit: Fit) -> tuple[Array, Array, Array]:
@@ -221,9 +244,12 @@ def fit_adjoints(xp: Any, G: Array, last: Layer, plan: StackedPlan, fit: Fit) ->
     Gs1 = G * s.s1
     gd = Gs1[:, None] * plan.K1[None, :, None, :]
     G2s2 = 2.0 * G * s.s2
-    for i, g in enumerate(plan.groups):
-        t = G2s2 * plan.K2[i]
-        _add_product(xp, gd, t, last.d, g)
+    c = plan.singles
+    if c is not None:  # every group one input: g_dj += (G 2 sigma'' K-hat_j) d_j for all of them in one pass
+        view = gd[:, c]
+        view += (G2s2[:, None] * plan.K2[None, :, None, :]) * last.d[:, c]
+    for i, g in enumerate(plan.groups if c is None else ()):
+        _add_product(xp, gd, G2s2 * plan.K2[i], last.d, g)
     gQ = Gs1[:, None] * plan.K2[None, :, None, :]
     return ga, gd, gQ
 
@@ -263,13 +289,20 @@ def input_adjoints(xp: Any, W: Array, ga: Array, gd: Array, gQ: Array, prev: Lay
     ga_prev = xp.einsum("sjmn,sjmn->smn", d, Hd)
     ga_prev *= s.s2
     ga_prev += s.s1 * xp.matmul(WT, ga)
+    c = plan.singles if HQ is not None else None
+    if c is not None:  # every group one input: each group's terms in one pass, added group by group below
+        A = s.s3[:, None] * xp.square(d[:, c]) * HQ
+        B = s.s2[:, None] * prev.Q * HQ if prev.Q is not None else None
     for i, g in enumerate(plan.groups if HQ is not None else ()):
-        ga_prev += s.s3 * sum_of_squares(xp, d, g) * HQ[:, i]
+        ga_prev += A[:, i] if c is not None else s.s3 * sum_of_squares(xp, d, g) * HQ[:, i]
         if prev.Q is not None:
-            ga_prev += s.s2 * prev.Q[:, i] * HQ[:, i]
+            ga_prev += B[:, i] if c is not None else s.s2 * prev.Q[:, i] * HQ[:, i]
     gd_prev = Hd
     gd_prev *= s.s1[:, None]
-    for i, g in enumerate(plan.groups if HQ is not None else ()):
+    if c is not None:
+        view = gd_prev[:, c]
+        view += ((2.0 * s.s2)[:, None] * HQ) * d[:, c]
+    for i, g in enumerate(plan.groups if HQ is not None and c is None else ()):
         _add_product(xp, gd_prev, 2.0 * s.s2 * HQ[:, i], d, g)
     gQ_prev = HQ * s.s1[:, None] if HQ is not None and prev.Q is not None else None
     return ga_prev, gd_prev, gQ_prev
@@ -299,7 +332,11 @@ def first_layers_backward(xp: Any, W2: Array, ga: Array, gd: Array, gQ: Array, l
         gW2 += xp.einsum("sgkm,smg->skm", P_Q, first.w1sq)
         ga1 += s.s3 * xp.matmul(_T(xp, A_Q), gQ2)
         S_in = np.flatnonzero(plan.group_of >= 0)
-        gW1_d[:, :, S_in] += 2.0 * w1[:, :, S_in] * xp.einsum("skm,sgkm->smg", W2, P_Q)[:, :, plan.group_of[S_in]]
+        c = channels(S_in)  # a view when the inputs with second derivatives are consecutive: no copies
+        view = gW1_d[:, :, c]
+        view += 2.0 * w1[:, :, c] * xp.einsum("skm,sgkm->smg", W2, P_Q)[:, :, plan.group_of[S_in]]
+        if not isinstance(c, slice):
+            gW1_d[:, :, c] = view
     gW1 = xp.matmul(ga1, Z.T) + gW1_d
     return (gW2, ga.sum(axis=2)), (gW1, ga1.sum(axis=2))
 
