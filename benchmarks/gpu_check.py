@@ -438,6 +438,18 @@ def launch_costs(be: backends.Backend, out: Report, smoke: bool) -> None:
     out(f"- sigma.values (one kernel on a device) against sincos + two negations, (10, 30, 1000): entries "
         f"differing **{differing}**; {costs['sigma_values_fused'] * 1e6:.1f} against "
         f"{costs['sigma_sincos_and_two_negations'] * 1e6:.1f} µs")
+    from lysep_cli.accel.pinn import masked_step
+
+    rng = np.random.default_rng(5)
+    W, G = be.asarray(rng.normal(size=(10, 30, 30))), be.asarray(rng.normal(size=(10, 30, 30)))
+    keep = be.asarray(np.arange(10) % 3 > 0)
+    eta = 1.2345e-3
+    unfused = xp.where(keep.reshape(-1, 1, 1), W - eta * G, W)
+    step_differing = int(np.count_nonzero(be.host(masked_step(xp, keep, W, eta, G)).view(np.int64)
+                                          != be.host(unfused).view(np.int64)))
+    out(f"- pinn.masked_step (one kernel on a device) against where(keep, W - eta G, W), (10, 30, 30): entries "
+        f"differing **{step_differing}**")
+    costs["masked_step_differing"] = step_differing
     out("- to compare with the costs benchmarks/results/launch_count.md calibrated from the design check's trial "
         "(its 'Calibration'), which its predicted full sweep assumes\n")
     out.figures["launch_costs_s"] = {**costs, "sigma_fused_differing": differing}

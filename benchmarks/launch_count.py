@@ -12,8 +12,8 @@ count what would be a kernel on CuPy:
   stack, zeros / full (a fill), ascontiguousarray of a non-contiguous array), every ndarray operator and
   in-place operator (a ufunc), every reduction method (.sum, .any), every advanced-index read, every
   item assignment (``a[i] = v``, also the write-back of ``a[i] += v``: CuPy copies there too), .copy,
-  a copying reshape, and the sigma kernel (sigma.py's CUDA branch, its RawKernel emulated here by
-  sincos.py: one launch);
+  a copying reshape, and each of the engine's own CUDA kernels (sigma.py's, pinn.py's masked step: their
+  device branch runs, each RawKernel emulated here by the NumPy operations it computes: one launch);
 - an upload: ``xp.asarray`` of a host array (a host->device copy);
 - a host sync: ``Backend.host`` (``.get()``, a device->host copy) and every bool / float / int / item of
   a device array.
@@ -184,18 +184,31 @@ class CountedArray(np.ndarray):
         return self._sync("tolist").tolist()
 
 
+def _sigma_kernel(x: np.ndarray, *outs_n: Any) -> None:
+    """sigma.py's kernels: (x, sin, cos, n) or (x, sin, cos, -sin, -cos, n), by sincos.py."""
+    s, c = sc.sincos(x)
+    for dst, src in zip(outs_n[:-1], (s, c, -s, -c)):
+        np.copyto(dst, src)
+
+
+def _masked_step(w: np.ndarray, g: np.ndarray, keep: np.ndarray, eta: Any, per: Any, out: np.ndarray, n: Any) -> None:
+    """pinn.py's masked_step: where(keep per seed, w - eta g, w)."""
+    np.copyto(out, np.where(np.repeat(keep, int(per)).reshape(w.shape), w - eta * g, w))
+
+
+#: the stacked engine's CUDA kernels (lysep_cli/accel), emulated by the NumPy operations they compute
+EMULATED = {"sincos_fdlibm": _sigma_kernel, "sigma_values_fdlibm": _sigma_kernel, "masked_step": _masked_step}
+
+
 class EmulatedKernel:
-    """cupy.RawKernel for sigma.py's kernels: one launch, computed by sincos.py (the NumPy path's bits)."""
+    """cupy.RawKernel for the engine's kernels (EMULATED): one launch, computed with NumPy's bits."""
 
     def __init__(self, source: str, name: str, options: tuple = ()) -> None:
         self.name = name
 
     def __call__(self, grid: tuple, block: tuple, args: tuple) -> None:
         TALLY.add("launch", self.name)
-        x, *outs, _ = _plain(args)
-        s, c = sc.sincos(x)
-        for dst, src in zip(outs, (s, c, -s, -c)):  # sincos_fdlibm: (sin, cos); sigma_values_fdlibm: all four
-            np.copyto(dst, src)
+        EMULATED[self.name](*_plain(args))
 
 
 #: xp functions that allocate or make a view: no kernel

@@ -119,3 +119,23 @@ def test_the_launch_saving_forms_keep_the_per_input_loops_bits():
     W, ga, gd, gQ = rng.normal(size=(S, M, M)), t, d.copy(), rng.normal(size=(S, 3, M, N))
     ins = [engine.input_adjoints(np, W, ga, gd.copy(), gQ, layer, p) for p in (plan, looped)]
     assert all(np.array_equal(x, y) for x, y in zip(*ins))
+
+
+@pytest.mark.gpu
+def test_gpu_fused_kernels_give_the_unfused_operations_bits():
+    """On a GPU: sigma.values' one kernel == sincos and two negations; pinn.masked_step's == where(...)."""
+    from lysep_cli.accel.pinn import masked_step
+
+    try:
+        gpu = backends.resolve("cuda")
+    except backends.DeviceUnavailable as exc:
+        pytest.skip(str(exc))
+    xp, rng = gpu.xp, np.random.default_rng(6)
+    a = gpu.asarray(rng.normal(0.0, 3.0, (4, 5, 100)))
+    fused, (s, c) = sigma.values(xp, a), sigma.sincos(xp, a)
+    for f, u in zip((fused.s0, fused.s1, fused.s2, fused.s3), (s, c, -s, -c)):
+        assert np.array_equal(gpu.host(f).view(np.int64), gpu.host(u).view(np.int64))
+    W, G, keep = gpu.asarray(rng.normal(size=(4, 6, 5))), gpu.asarray(rng.normal(size=(4, 6, 5))), \
+        gpu.asarray(np.array([True, False, True, True]))
+    want = xp.where(keep[:, None, None], W - 1e-3 * G, W)
+    assert np.array_equal(gpu.host(masked_step(xp, keep, W, 1e-3, G)), gpu.host(want))

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine
+from lysep_cli.accel import engine, sigma
 from lysep_cli.accel.backend import Backend
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
@@ -61,8 +61,7 @@ def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], s
     active = xp.isfinite(J)
     for k in range(iterations):
         eta = schedule(k)
-        keep = active[:, None]
-        params = [(xp.where(keep[:, :, None], W - eta * gW, W), xp.where(keep, b - eta * gb, b))
+        params = [(masked_step(xp, active, W, eta, gW), masked_step(xp, active, b, eta, gb))
                   for (W, b), (gW, gb) in zip(params, grads)]
         J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
         Js.append(J)
@@ -75,6 +74,30 @@ def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], s
     history = np.full((iterations + 1, S), np.nan)
     history[:len(Js)] = backend.host(xp.stack(Js))
     return [_result(p, h) for p, h in zip(unstack(backend, params), history.T)]
+
+
+MASKED_STEP = r"""
+extern "C" __global__ void masked_step(const double* w, const double* g, const bool* keep, double eta,
+                                       long long per_seed, double* out, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    out[i] = keep[i / per_seed] ? w[i] - eta * g[i] : w[i];  /* eta * g, then the subtraction: no FMA */
+  }
+}
+"""
+
+
+def masked_step(xp: Any, keep: Any, W: Any, eta: float, G: Any) -> Any:
+    """W - eta G for the seeds of ``keep`` (S,) bool, W itself for the others (W, G (S, ...)): on NumPy
+    ``where(keep, W - eta G, W)``; on a device one kernel of the same operations (three launches fewer;
+    gpu_check.py compares the two bit for bit there)."""
+    if xp.__name__ == "numpy":
+        return xp.where(keep.reshape((-1,) + (1,) * (W.ndim - 1)), W - eta * G, W)
+    W, G = xp.ascontiguousarray(W), xp.ascontiguousarray(G)
+    out = xp.empty_like(W)
+    step = sigma.kernel(xp, lambda: MASKED_STEP, "masked_step")
+    step(*sigma.grid(W.size), (W, G, keep, xp.float64(eta), xp.int64(W.size // W.shape[0]), out, xp.int64(W.size)))
+    return out
 
 
 def _result(params: Params, history: np.ndarray) -> SolveResult:

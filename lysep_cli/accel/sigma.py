@@ -11,7 +11,7 @@ CUDA's sin there, not glibc's, so such values may differ in the last bits from t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from lysep_cli.numerics import sincos as sc
 from lysep_cli.numerics.activation import SigmaValues
@@ -63,16 +63,26 @@ extern "C" __global__ void sigma_values_fdlibm(const double* x, double* s0, doub
 """
 
 
+def kernel(xp: Any, source: Callable[[], str], name: str) -> Any:
+    """The CUDA kernel ``name`` of ``source()``, compiled once per array library with ``--fmad=false`` (no
+    contraction of a*b+c: the CPU's bits)."""
+    key = (xp.__name__, name)
+    if key not in _KERNELS:
+        _KERNELS[key] = xp.RawKernel(source(), name, options=("--fmad=false",))
+    return _KERNELS[key]
+
+
+def grid(n: int) -> tuple[tuple[int], tuple[int]]:
+    """(blocks, threads) of a grid-stride kernel over n elements."""
+    threads = 256
+    return (max(1, min(4096, (n + threads - 1) // threads)),), (threads,)
+
+
 def _launch(xp: Any, name: str, x: Any, outputs: int) -> tuple[Any, ...]:
     """The kernel ``name`` of :func:`cuda_source` on x (float64, any shape): its ``outputs`` arrays, x's shape."""
-    key = (xp.__name__, name)  # one compiled kernel per array library and kernel
-    if key not in _KERNELS:
-        _KERNELS[key] = xp.RawKernel(cuda_source(), name, options=("--fmad=false",))
     x = xp.ascontiguousarray(x, dtype=xp.float64)
     out = tuple(xp.empty_like(x) for _ in range(outputs))
-    threads = 256
-    blocks = max(1, min(4096, (x.size + threads - 1) // threads))
-    _KERNELS[key]((blocks,), (threads,), (x, *out, xp.int64(x.size)))
+    kernel(xp, cuda_source, name)(*grid(x.size), (x, *out, xp.int64(x.size)))
     return out
 
 
