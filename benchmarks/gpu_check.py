@@ -450,6 +450,17 @@ def launch_costs(be: backends.Backend, out: Report, smoke: bool) -> None:
     out(f"- pinn.masked_step (one kernel on a device) against where(keep, W - eta G, W), (10, 30, 30): entries "
         f"differing **{step_differing}**")
     costs["masked_step_differing"] = step_differing
+    from lysep_cli.accel.engine import ordered_sum
+
+    x, init = be.asarray(rng.normal(size=(10, 10, 30, 100))), be.asarray(rng.normal(size=(10, 30, 100)))
+    want = init.copy()
+    for k in range(10):  # loop over the channels: the unfused order
+        want += x[:, k]
+    sum_differing = int(np.count_nonzero(be.host(ordered_sum(xp, x, init.copy())).view(np.int64)
+                                         != be.host(want).view(np.int64)))
+    out(f"- engine.ordered_sum (one kernel on a device) against 10 additions, (10, 10, 30, 100): entries differing "
+        f"**{sum_differing}**")
+    costs["ordered_sum_differing"] = sum_differing
     out("- to compare with the costs benchmarks/results/launch_count.md calibrated from the design check's trial "
         "(its 'Calibration'), which its predicted full sweep assumes\n")
     out.figures["launch_costs_s"] = {**costs, "sigma_fused_differing": differing}

@@ -1,7 +1,9 @@
 """benchmarks/launch_count.py: the counting array namespace changes no number, and its counts are real.
 
 The stacked engine run through the counting proxy (every would-be CuPy kernel, upload and host sync
-counted) must give the run without it bit for bit; its counts must be positive, the same from one run to
+counted) must give the run without it bit for bit (the proxy is not named "numpy", so the engine takes its
+device branches there: its own kernels, emulated by the NumPy operations they compute, are checked here
+against the NumPy branches too); its counts must be positive, the same from one run to
 the next, and not depend on the number of seeds stacked (a stack's launches are the stack's, not the
 seeds').
 """
@@ -123,7 +125,9 @@ def test_the_launch_saving_forms_keep_the_per_input_loops_bits():
 
 @pytest.mark.gpu
 def test_gpu_fused_kernels_give_the_unfused_operations_bits():
-    """On a GPU: sigma.values' one kernel == sincos and two negations; pinn.masked_step's == where(...)."""
+    """On a GPU: sigma.values' one kernel == sincos and two negations; pinn.masked_step's == where(...);
+    engine.ordered_sum's == the channels added one by one."""
+    from lysep_cli.accel import engine
     from lysep_cli.accel.pinn import masked_step
 
     try:
@@ -139,3 +143,8 @@ def test_gpu_fused_kernels_give_the_unfused_operations_bits():
         gpu.asarray(np.array([True, False, True, True]))
     want = xp.where(keep[:, None, None], W - 1e-3 * G, W)
     assert np.array_equal(gpu.host(masked_step(xp, keep, W, 1e-3, G)), gpu.host(want))
+    x, init = gpu.asarray(rng.normal(size=(4, 7, 5, 6))), gpu.asarray(rng.normal(size=(4, 5, 6)))
+    want = init.copy()
+    for k in range(7):
+        want += x[:, k]
+    assert np.array_equal(gpu.host(engine.ordered_sum(xp, x, init.copy())), gpu.host(want))

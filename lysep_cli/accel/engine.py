@@ -119,12 +119,48 @@ def channels(group: np.ndarray) -> slice | np.ndarray:
     return slice(g0, g0 + len(group)) if np.array_equal(group, np.arange(g0, g0 + len(group))) else group
 
 
+ORDERED_SUM = r"""
+extern "C" __global__ void ordered_sum(const double* x, const double* init, bool from_init, long long channels,
+                                       long long per, double* out, long long n) {
+  /* out[s, p] = ((init[s, p] or 0.0) + x[s, 0, p]) + x[s, 1, p] + ...: the channels added in their order */
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    const double* xi = x + (i / per) * channels * per + i % per;
+    double acc = from_init ? init[i] : 0.0;
+    for (long long k = 0; k < channels; ++k) acc = acc + xi[k * per];
+    out[i] = acc;
+  }
+}
+"""
+
+
+def ordered_sum(xp: Any, x: Array, out: Array | None = None) -> Array:
+    """((out + x[:, 0]) + x[:, 1]) + ... for x (S, C, M, N), into ``out`` (S, M, N, C-contiguous) in place, or
+    from zeros when out is None: the channels added in order (the sum's bits do not depend on the library).
+    NumPy: C additions (and zeros); a device: one kernel (gpu_check.py compares the two bit for bit there)."""
+    if xp.__name__ == "numpy":
+        out = xp.zeros_like(x[:, 0]) if out is None else out
+        for k in range(x.shape[1]):  # loop over the channels: their order is the sum's
+            out += x[:, k]
+        return out
+    x = xp.ascontiguousarray(x)
+    res = xp.empty_like(x[:, 0]) if out is None else out
+    S, C = x.shape[0], x.shape[1]
+    per = res.size // S
+    sigma.kernel(xp, lambda: ORDERED_SUM, "ordered_sum")(
+        *sigma.grid(res.size), (x, x if out is None else out, xp.bool_(out is not None), xp.int64(C), xp.int64(per), res,
+                                xp.int64(res.size)))
+    return res
+
+
 def sum_of_squares(xp: Any, d: Array, group: np.ndarray) -> Array:
     """sum_{j in group} d_j^2, (S, M, N), for d (S, n_in, M, N): d_g0^2 + d_g1^2 + ... added in that order;
-    the squares of the group in one pass (len(group) launches on a device, not 2 len(group) - 1)."""
+    the squares of the group in one pass (then one kernel on a device, len(group) - 1 additions on NumPy)."""
     if len(group) == 1:
         return xp.square(d[:, group[0]])
     sq = xp.square(d[:, channels(group)])
+    if xp.__name__ != "numpy":
+        return ordered_sum(xp, sq)  # 0 + sq_0 is sq_0: a square is never -0
     out = sq[:, 0] + sq[:, 1]
     for k in range(2, len(group)):  # loop over the input dimensions of the group
         out += sq[:, k]
@@ -203,33 +239,19 @@ def fit_matrix(xp: Any, last: Layer, plan: StackedPlan) -> Fit:
     """B of `eq:GD_W3` at the last hidden layer (channels.fit_matrix's NumPy passes, the same bits as its
     fused kernel)."""
     s, d = last.sig, last.d
-    U = xp.zeros_like(last.a)
-    Kd = plan.K1[:, None, :] * d  # K_j d_j for every j in one pass
-    for j in range(plan.n_in):  # loop over the input dimensions: U += K_j d_j
-        U += Kd[:, j]
-    V = xp.zeros_like(last.a)
-    for t in weighted_squares(xp, d, plan):  # V += K-hat_g sum_{j in g} d_j^2, group by group
-        V += t
+    U = ordered_sum(xp, plan.K1[:, None, :] * d)  # U = sum_j K_j d_j, the products in one pass
+    if plan.singles is not None:  # V = sum_g K-hat_g d_g^2, every group one input
+        V = ordered_sum(xp, plan.K2[:, None, :] * xp.square(d[:, plan.singles]))
+    else:
+        V = xp.zeros_like(last.a)
+        for i, g in enumerate(plan.groups):  # V += K-hat_g sum_{j in g} d_j^2, group by group
+            V += plan.K2[i] * sum_of_squares(xp, d, g)
     if last.Q is not None and plan.n_groups:
-        KQ = plan.K2[:, None, :] * last.Q  # K-hat_g Q_g for every group in one pass
-        for i in range(plan.n_groups):  # loop over the groups: U += K-hat_g Q_g
-            U += KQ[:, i]
+        ordered_sum(xp, plan.K2[:, None, :] * last.Q, out=U)  # U += sum_g K-hat_g Q_g
     B = plan.K * s.s0
     B += s.s1 * U
     B += s.s2 * V
     return Fit(B, U, V)
-
-
-def weighted_squares(xp: Any, d: Array, plan: StackedPlan):
-    """K-hat_g sum_{j in g} d_j^2 for each group g in order, each (S, M, N); of every group in one pass when
-    each group is one input (plan.singles)."""
-    c = plan.singles
-    if c is not None:
-        KS = plan.K2[:, None, :] * xp.square(d[:, c])
-        yield from (KS[:, i] for i in range(plan.n_groups))
-        return
-    for i, g in enumerate(plan.groups):
-        yield plan.K2[i] * sum_of_squares(xp, d, g)
 
 
 def fit_adjoints(xp: Any, G: Array, last: Layer, plan: StackedPlan, fit: Fit) -> tuple[Array, Array, Array]:
