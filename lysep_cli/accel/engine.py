@@ -191,6 +191,16 @@ def group_input(xp: Any, prev: Layer, i: int, group: np.ndarray) -> Array:
     return h
 
 
+def group_inputs(xp: Any, prev: Layer, plan: StackedPlan) -> Array:
+    """hQ_g of every group (:func:`group_input`), (S, n_g, M, N), in one pass: every group one input
+    (plan.singles)."""
+    h = xp.square(prev.d[:, plan.singles])
+    h *= prev.sig.s2[:, None]
+    if prev.Q is not None:
+        h += prev.sig.s1[:, None] * prev.Q
+    return h
+
+
 def next_layer(xp: Any, W: Array, b: Array, prev: Layer, plan: StackedPlan) -> Layer:
     """The channels of layer l from those of layer l-1 (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
     S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
@@ -219,6 +229,8 @@ def propagate_d(xp: Any, W: Array, prev: Layer) -> Array:
 
 def propagate_Q(xp: Any, W: Array, prev: Layer, plan: StackedPlan) -> Array:
     """Q_lg = W_l (sigma''(a_{l-1}) sum_{j in g} d_{l-1,j}^2 + sigma'(a_{l-1}) Q_{l-1,g}), general layer l-1."""
+    if plan.singles is not None:  # every group one input: one batched product
+        return xp.matmul(W[:, None], group_inputs(xp, prev, plan))
     S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
     Q = xp.empty((S, plan.n_groups, M, N))
     for i, g in enumerate(plan.groups):
@@ -294,8 +306,10 @@ def weight_gradient(xp: Any, ga: Array, gd: Array, gQ: Array, prev: Layer, plan:
     """dW_l = g_a h^T + sum_j g_dj h_j^T + sum_g g_Qg hQ_g^T for a general layer l-1, (S, M, M_prev)."""
     s = prev.sig
     gW = xp.matmul(ga, _T(xp, s.s0))
-    for j in range(gd.shape[1]):  # loop over the input dimensions
-        gW += xp.matmul(gd[:, j], _T(xp, s.s1 * prev.d[:, j]))
+    ordered_sum(xp, xp.matmul(gd, _T(xp, s.s1[:, None] * prev.d)), out=gW)  # the products batched, added in order
+    if plan.singles is not None:
+        ordered_sum(xp, xp.matmul(gQ, _T(xp, group_inputs(xp, prev, plan))), out=gW)
+        return gW
     for i, g in enumerate(plan.groups):
         gW += xp.matmul(gQ[:, i], _T(xp, group_input(xp, prev, i, g)))
     return gW
