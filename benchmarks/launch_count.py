@@ -1,6 +1,7 @@
 """Kernel launches and host syncs of the stacked engine, counted on the CPU, and the GPU time they predict.
 
-    python benchmarks/launch_count.py [--cells elliptic-2d:3x30,...] [--seeds 10] [--out FILE]
+    python benchmarks/launch_count.py [--cells elliptic-2d:3x30,...] [--seeds 10] [--out FILE.md]
+        [--baseline OLD.json]      # writes FILE.md and FILE.json; before/after columns against OLD.json
 
 On a GPU the stacked engine at the paper's sizes is bound by kernel launches and host syncs rather than by
 FLOPs (benchmarks/results/gpu_design_check.txt, section 3: a W_2 trial ~1.1-1.2 ms for one seed at every
@@ -45,9 +46,10 @@ import lysep_cli  # noqa: E402,F401  first: it pins the BLAS kernel before NumPy
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
+import json  # noqa: E402
 import time  # noqa: E402
 from contextlib import contextmanager  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import asdict, dataclass  # noqa: E402
 from typing import Any, Iterator  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -448,6 +450,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--sweeps", type=int, default=3, help="LySep sweeps counted (the first is left out)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/launch_count.md")
+    ap.add_argument("--baseline", type=Path, help="a previous run's OUT.json: before/after columns")
     args = ap.parse_args()
     specs = load_specs(ROOT / "experiments.yaml")
     cells = ([(n, *map(int, s.split("x"))) for n, s in (c.split(":") for c in args.cells.split(","))] if args.cells
@@ -501,9 +504,12 @@ def main() -> None:
         "over the cell's seeds of a seed's trials/sweep in results/paper: a stack tries while any seed does, "
         "so at least that many) x the counted launches per trial; where the archive is absent, the counted "
         "trials.\n")
-    out("| cell | iterations | archive trials/sweep | PINN s | LySep s | LySep s (sync = 5 launches) |")
-    out("|---|---:|---:|---:|---:|---:|")
+    out("| cell | iterations | archive trials/sweep | PINN ms/it | PINN s | LySep ms/sweep | LySep s "
+        "| LySep s (sync = 5 launches) |")
+    out("|---|---:|---:|---:|---:|---:|---:|---:|")
     total = {"pinn": 0.0, "lysep": 0.0, "lysep_slow": 0.0, "pinn_slow": 0.0}
+    figures: dict[str, Any] = {"calibration": {"model_counts": model, "launch_s": costs.launch, "sync_s": costs.sync},
+                               "cells": {}}
     for c, iterations, trials in rows:
         pinn, lysep = full_run(c, iterations, trials)
         p, l_, ls = costs.seconds(pinn), costs.seconds(lysep), slow.seconds(lysep)
@@ -511,14 +517,39 @@ def main() -> None:
         total["pinn_slow"] += slow.seconds(pinn)
         total["lysep"] += l_
         total["lysep_slow"] += ls
-        out(f"| {c.cell} | {iterations} | {'-' if trials is None else f'{trials:.1f}'} | {p:.1f} | {l_:.1f} | "
+        figures["cells"][c.cell] = {**asdict(c), "archive_trials_per_sweep": trials, "pinn_s": p, "lysep_s": l_}
+        out(f"| {c.cell} | {iterations} | {'-' if trials is None else f'{trials:.1f}'} | "
+            f"{costs.seconds(c.pinn_iteration) * 1e3:.1f} | {p:.1f} | {l_ / iterations * 1e3:.0f} | {l_:.1f} | "
             f"{ls:.1f} |")
+    figures["minutes"] = {"pinn": total["pinn"] / 60, "lysep": total["lysep"] / 60,
+                          "sync_5_launches": (total["pinn_slow"] + total["lysep_slow"]) / 60}
     out(f"\n**Predicted full sweep (the cells above, PINN + LySep, launch-bound floor): "
         f"{total['pinn'] / 60:.2f} + {total['lysep'] / 60:.2f} = {(total['pinn'] + total['lysep']) / 60:.2f} "
         f"minutes** (sync = 5 launches: {(total['pinn_slow'] + total['lysep_slow']) / 60:.2f} minutes). "
         "The floor leaves out the FLOPs (the issue's estimate: the sweep's ~0.6 PFLOP at ~30 TFLOP/s, ~0.3 "
         "minutes), the W_L least squares' host time (10 gelsy solves a sweep), and the data set and final "
-        "evaluations on the host.\n")
+        "evaluations on the host. The PyTorch peer measured ~28-30 ms an iteration on an H200 (issue 40: 56 s "
+        "and 59 s for 2000 iterations), against the 'PINN ms/it' column.\n")
+    if args.baseline:
+        before = json.loads(args.baseline.read_text())
+        out(f"## Before and after this round's launch reductions (before: `{args.baseline.name}`)\n")
+        out("| cell | PINN l/it | LySep l/sweep | LySep u/sweep | LySep s/sweep | l per trial | predicted PINN + LySep s |")
+        out("|---|---:|---:|---:|---:|---:|---:|")
+        for cell, now in figures["cells"].items():
+            was = before["cells"].get(cell)
+            if was is None:
+                continue
+            arrow = lambda a, b, f=".0f": f"{a:{f}} → {b:{f}}"  # noqa: E731
+            out(f"| {cell} | {arrow(was['pinn_iteration']['launch'], now['pinn_iteration']['launch'])} | "
+                f"{arrow(was['lysep_sweep']['launch'], now['lysep_sweep']['launch'])} | "
+                f"{arrow(was['lysep_sweep']['upload'], now['lysep_sweep']['upload'])} | "
+                f"{arrow(was['lysep_sweep']['sync'], now['lysep_sweep']['sync'])} | "
+                f"{arrow(was['lysep_trial']['launch'], now['lysep_trial']['launch'], '.1f')} | "
+                f"{arrow(was['pinn_s'] + was['lysep_s'], now['pinn_s'] + now['lysep_s'])} |")
+        m0, m1 = before["minutes"], figures["minutes"]
+        out(f"\nPredicted full sweep: PINN {m0['pinn']:.2f} → {m1['pinn']:.2f} minutes, LySep {m0['lysep']:.2f} → "
+            f"{m1['lysep']:.2f} minutes.\n")
+    args.out.with_suffix(".json").write_text(json.dumps(figures, indent=1) + "\n")
     out("## The ten most frequent launches of one PINN iteration, the last cell\n")
     last = cells[-1]
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
