@@ -451,6 +451,7 @@ def main() -> None:
     ap.add_argument("--sweeps", type=int, default=3, help="LySep sweeps counted (the first is left out)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/launch_count.md")
     ap.add_argument("--baseline", type=Path, help="a previous run's OUT.json: before/after columns")
+    ap.add_argument("--baseline-label", help="a sentence saying what the baseline counted")
     args = ap.parse_args()
     specs = load_specs(ROOT / "experiments.yaml")
     cells = ([(n, *map(int, s.split("x"))) for n, s in (c.split(":") for c in args.cells.split(","))] if args.cells
@@ -465,7 +466,7 @@ def main() -> None:
 
     started = time.perf_counter()
     out(f"# Launches and host syncs of the stacked engine, counted on the CPU ({time.strftime('%Y-%m-%d')})\n")
-    out(f"`python benchmarks/launch_count.py` ({args.seeds} seeds stacked; NumPy {np.__version__}; the counting "
+    out(f"`python benchmarks/launch_count.py{''.join(' ' + a for a in sys.argv[1:])}` ({args.seeds} seeds stacked; NumPy {np.__version__}; the counting "
         "proxy of the script's docstring: a counted call is one launch, a lower bound where CuPy takes more).\n")
     out("## Calibration (a prediction's input, not a measurement on a GPU)\n")
     out(f"- the design check's W_2 trial model (`gpu_design_check.trial_gpu`, one seed), counted the same way: "
@@ -533,6 +534,8 @@ def main() -> None:
     if args.baseline:
         before = json.loads(args.baseline.read_text())
         out(f"## Before and after this round's launch reductions (before: `{args.baseline.name}`)\n")
+        if args.baseline_label:
+            out(args.baseline_label + "\n")
         out("| cell | PINN l/it | LySep l/sweep | LySep u/sweep | LySep s/sweep | l per trial | predicted PINN + LySep s |")
         out("|---|---:|---:|---:|---:|---:|---:|")
         for cell, now in figures["cells"].items():
