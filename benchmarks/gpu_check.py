@@ -396,10 +396,11 @@ def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], archive: dict, out
     out.figures["sweep_minutes"] = minutes
 
 
-def launch_costs(be: backends.Backend, out: Report, smoke: bool) -> None:
+def launch_costs(be: backends.Backend, out: Report, smoke: bool, rates: dict) -> None:
     """Section 7: what one kernel launch, one tiny device->host copy (a host sync) and one tiny upload cost on
     the device, to check benchmarks/results/launch_count.md's prediction (counts x costs, its costs calibrated
-    from the design check's trial); and the fused sigma kernel (sigma.values: sin, cos, -sin, -cos in one
+    from the design check's trial): its counts times these costs beside section 3's measured ``rates``; and the
+    engine's fused kernels against their unfused operations bit for bit (sigma.values: sin, cos, -sin, -cos in one
     launch) against sincos and two negations, bit for bit."""
     xp, wait, n = be.xp, synced(be), 20 if smoke else 400
     out(f"## 7. Launch and sync costs on the device ({n} of each, best of 3)\n")
@@ -464,6 +465,25 @@ def launch_costs(be: backends.Backend, out: Report, smoke: bool) -> None:
     out("- to compare with the costs benchmarks/results/launch_count.md calibrated from the design check's trial "
         "(its 'Calibration'), which its predicted full sweep assumes\n")
     out.figures["launch_costs_s"] = {**costs, "sigma_fused_differing": differing}
+    counted = ROOT / "benchmarks/results/launch_count.json"
+    counts = json.loads(counted.read_text()) if counted.is_file() else {"cells": {}}
+    cells = counts["cells"]
+    sync = max(costs["sync_after_launch"], 0.0)
+    rows = [(k, t, cells[f"{k[0]} ({k[2]},{k[3]})"]) for k, t in sorted(rates.items())
+            if f"{k[0]} ({k[2]},{k[3]})" in cells]
+    if rows:
+        out("| cell | solver | measured s/it (section 3) | counted launches + uploads, syncs per it | counts x the "
+            "costs above | counts x launch_count's calibration |")
+        out("|---|---|---:|---:|---:|---:|")
+    for (name, solver, L, M), t, c in rows:
+        n = c["pinn_iteration"] if solver == "pinn" else c["lysep_sweep"]
+        here = (n["launch"] + n["upload"]) * costs["launch_8"] + n["sync"] * sync
+        calibrated = (n["launch"] + n["upload"] + n["sync"]) * counts["calibration"]["launch_s"]
+        out(f"| {name} ({L},{M}) | {solver} | {t:.3e} | {n['launch'] + n['upload']:.0f}, {n['sync']:.0f} | {here:.3e} | "
+            f"{calibrated:.3e} |")
+        out.figures.setdefault("launch_model_s_per_it", {})[f"{name} ({L},{M}) {solver}"] = \
+            {"measured": t, "counts_x_measured_costs": here, "counts_x_calibration": calibrated}
+    out("")
 
 
 def cpu_ratio(cells: str, seeds: int, iterations: int, config: Path) -> None:
@@ -549,7 +569,7 @@ def main() -> None:
                                       "cpu" if args.smoke else "cuda"))
             if rates:
                 failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
-            failed.append(not section(out, launch_costs, be, out, args.smoke))
+            failed.append(not section(out, launch_costs, be, out, args.smoke, rates))
     out.flush()
     if any(failed):
         raise SystemExit(1)
