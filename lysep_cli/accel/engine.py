@@ -9,6 +9,10 @@ while the data (Z (n_in, N), the plan's K (N,), K_j (n_in, N), K-hat_g (n_g, N))
 Every product is a batched matmul (one GEMM per seed on NumPy, a strided-batched GEMM on CuPy) and every
 other operation is element-wise or reduces within one seed, so a seed's numbers do not depend on the other
 seeds in its stack (tests/test_stacked.py: seed 3 alone, in a stack of 10 and in a reversed stack).
+Sums over a channel axis keep their order: on NumPy one addition per channel, on a device one kernel
+(:func:`ordered_sum`, the same additions in the same order); the work of every channel, or of every
+one-input group, is done in one pass where the order of additions allows (fewer kernel launches on a
+device: benchmarks/launch_count.py counts them).
 
 The PINN pass (`eq:GD_W3`): R = W_L B + b_L K - Y with B = K sigma(a) + sigma'(a) U + sigma''(a) V at the
 last hidden layer, and its hand-derived reverse pass (channels.fit_adjoints, input_adjoints,

@@ -5,7 +5,8 @@ own divergence decision.  A seed whose J is not finite (at its initial network, 
 there, as the CPU solver returns: its parameters are frozen by a mask (the update of the others goes on),
 its history ends at that iterate and its result says ``diverged_at``.  The per-seed J's stay on the device
 during the run; they come back to the host every ``sync_every`` iterations (progress, and the end of the
-run once every seed has diverged) and at the end.
+run once every seed has diverged) and at the end: no host sync in an iteration.  On a device the masked
+update is one kernel (:func:`masked_step`).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ extern "C" __global__ void masked_step(const double* w, const double* g, const b
 
 def masked_step(xp: Any, keep: Any, W: Any, eta: float, G: Any) -> Any:
     """W - eta G for the seeds of ``keep`` (S,) bool, W itself for the others (W, G (S, ...)): on NumPy
-    ``where(keep, W - eta G, W)``; on a device one kernel of the same operations (three launches fewer;
+    ``where(keep, W - eta G, W)``; on a device one kernel of the same operations (two launches fewer;
     gpu_check.py compares the two bit for bit there)."""
     if xp.__name__ == "numpy":
         return xp.where(keep.reshape((-1,) + (1,) * (W.ndim - 1)), W - eta * G, W)

@@ -7,6 +7,9 @@ CuPy: the same formulas (sincos.py's ``_reduced`` and quadrant logic) as CUDA ke
 tried on an H200 (docs/engine.md, benchmarks/results/gpu_design_check.txt).  Arguments beyond
 sincos.LIMIT, inf and NaN go to the library's sin and cos, as on the CPU (inside the kernel: no host sync;
 CUDA's sin there, not glibc's, so such values may differ in the last bits from the CPU's).
+On a device :func:`values` takes sigma and its three derivatives from one kernel.  :func:`kernel` and
+:func:`grid` compile and launch the stacked engine's other CUDA kernels (engine.ordered_sum,
+pinn.masked_step) the same way, without contraction.
 """
 
 from __future__ import annotations
