@@ -44,13 +44,15 @@ def _same(a, b) -> bool:
             and all(np.array_equal(x, y) for (Wa, ba), (Wb, bb) in zip(a.params, b.params) for x, y in ((Wa, Wb), (ba, bb))))
 
 
-def test_a_run_through_the_proxy_is_the_run_without_it_bit_for_bit(lc, cell):
+@pytest.mark.parametrize("name,L", [("elliptic-2d", 3), ("hyperbolic-5d", 4)])
+def test_a_run_through_the_proxy_is_the_run_without_it_bit_for_bit(lc, name, L):
+    cell = load_specs(ROOT / "experiments.yaml")[name]
     plain = backends.resolve("cpu-stacked")
     with np.errstate(all="ignore"):
-        counts, counted = lc.pinn_run(cell, 3, 8, 2, 1, 50)
-        _, uncounted = lc.pinn_run(cell, 3, 8, 2, 1, 50, be=plain)
-        sweeps, counted_l = lc.lysep_run(cell, 3, 8, 2, 2)
-        _, uncounted_l = lc.lysep_run(cell, 3, 8, 2, 2, be=plain)
+        counts, counted = lc.pinn_run(cell, L, 6, 2, 2, 50)
+        _, uncounted = lc.pinn_run(cell, L, 6, 2, 2, 50, be=plain)
+        sweeps, counted_l = lc.lysep_run(cell, L, 6, 2, 2)
+        _, uncounted_l = lc.lysep_run(cell, L, 6, 2, 2, be=plain)
     assert all(_same(a, b) for a, b in zip(counted, uncounted))
     assert all(_same(a, b) for a, b in zip(counted_l, uncounted_l))
     assert counts["launch"] > 0 and counts["sync"] > 0 and counts["upload"] > 0
