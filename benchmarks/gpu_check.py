@@ -516,6 +516,96 @@ def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], archive: dict, out
     out.figures["sweep_minutes"] = minutes
 
 
+def launch_costs(be: backends.Backend, out: Report, smoke: bool, rates: dict) -> None:
+    """Section 7: what one kernel launch, one tiny device->host copy (a host sync) and one tiny upload cost on
+    the device, to check benchmarks/results/launch_count.md's prediction (counts x costs, its costs calibrated
+    from the design check's trial): its counts times these costs beside section 3's measured ``rates``; and the
+    engine's fused kernels against their unfused operations bit for bit (sigma.values: sin, cos, -sin, -cos in one
+    launch) against sincos and two negations, bit for bit."""
+    xp, wait, n = be.xp, synced(be), 20 if smoke else 400
+    out(f"## 7. Launch and sync costs on the device ({n} of each, best of 3)\n")
+    x, y = xp.zeros(8), xp.zeros(8)
+    big = xp.zeros((10, 30, 1000))
+    host = np.ones(8)
+
+    def best(body: Callable[[], Any]) -> float:
+        times = []
+        for _ in range(3):
+            body()
+            wait()
+            t = time.perf_counter()
+            for _ in range(n):
+                body()
+            wait()
+            times.append((time.perf_counter() - t) / n)
+        return min(times)
+
+    costs = {"launch_8": best(lambda: xp.add(x, 1.0, out=y)),
+             "launch_10x30x1000": best(lambda: xp.multiply(big, 1.0, out=big)),
+             "launch_then_sync": best(lambda: be.host(xp.add(x, 1.0, out=y))),
+             "sync_alone": best(lambda: be.host(y)),
+             "upload_8": best(lambda: be.asarray(host))}
+    costs["sync_after_launch"] = costs["launch_then_sync"] - costs["launch_8"]
+    for k, v in costs.items():
+        out(f"- {k.replace('_', ' ')}: **{v * 1e6:.1f} µs**")
+    a = be.asarray(np.random.default_rng(4).normal(0.0, 3.0, (10, 30, 1000)))
+    fused = sigma.values(xp, a)
+    s, c = sigma.sincos(xp, a)
+    differing = sum(int(np.count_nonzero(be.host(f).view(np.int64) != be.host(u).view(np.int64)))
+                    for f, u in zip((fused.s0, fused.s1, fused.s2, fused.s3), (s, c, xp.negative(s), xp.negative(c))))
+    costs["sigma_values_fused"] = best(lambda: sigma.values(xp, a))
+    costs["sigma_sincos_and_two_negations"] = best(lambda: (lambda p: (xp.negative(p[0]), xp.negative(p[1])))(
+        sigma.sincos(xp, a)))
+    out(f"- sigma.values (one kernel on a device) against sincos + two negations, (10, 30, 1000): entries "
+        f"differing **{differing}**; {costs['sigma_values_fused'] * 1e6:.1f} against "
+        f"{costs['sigma_sincos_and_two_negations'] * 1e6:.1f} µs")
+    from lysep_cli.accel.pinn import masked_step
+
+    rng = np.random.default_rng(5)
+    W, G = be.asarray(rng.normal(size=(10, 30, 30))), be.asarray(rng.normal(size=(10, 30, 30)))
+    keep = be.asarray(np.arange(10) % 3 > 0)
+    eta = 1.2345e-3
+    unfused = xp.where(keep.reshape(-1, 1, 1), W - eta * G, W)
+    step_differing = int(np.count_nonzero(be.host(masked_step(xp, keep, W, eta, G)).view(np.int64)
+                                          != be.host(unfused).view(np.int64)))
+    out(f"- pinn.masked_step (one kernel on a device) against where(keep, W - eta G, W), (10, 30, 30): entries "
+        f"differing **{step_differing}**")
+    costs["masked_step_differing"] = step_differing
+    from lysep_cli.accel.engine import ordered_sum
+
+    x, init = be.asarray(rng.normal(size=(10, 10, 30, 100))), be.asarray(rng.normal(size=(10, 30, 100)))
+    want = init.copy()
+    for k in range(10):  # loop over the channels: the unfused order
+        want += x[:, k]
+    sum_differing = int(np.count_nonzero(be.host(ordered_sum(xp, x, init.copy())).view(np.int64)
+                                         != be.host(want).view(np.int64)))
+    out(f"- engine.ordered_sum (one kernel on a device) against 10 additions, (10, 10, 30, 100): entries differing "
+        f"**{sum_differing}**")
+    costs["ordered_sum_differing"] = sum_differing
+    out("- to compare with the costs benchmarks/results/launch_count.md calibrated from the design check's trial "
+        "(its 'Calibration'), which its predicted full sweep assumes\n")
+    out.figures["launch_costs_s"] = {**costs, "sigma_fused_differing": differing}
+    counted = ROOT / "benchmarks/results/launch_count.json"
+    counts = json.loads(counted.read_text()) if counted.is_file() else {"cells": {}}
+    cells = counts["cells"]
+    sync = max(costs["sync_after_launch"], 0.0)
+    rows = [(k, t, cells[f"{k[0]} ({k[2]},{k[3]})"]) for k, t in sorted(rates.items())
+            if f"{k[0]} ({k[2]},{k[3]})" in cells]
+    if rows:
+        out("| cell | solver | measured s/it (section 3) | counted launches + uploads, syncs per it | counts x the "
+            "costs above | counts x launch_count's calibration |")
+        out("|---|---|---:|---:|---:|---:|")
+    for (name, solver, L, M), t, c in rows:
+        n = c["pinn_iteration"] if solver == "pinn" else c["lysep_sweep"]
+        here = (n["launch"] + n["upload"]) * costs["launch_8"] + n["sync"] * sync
+        calibrated = (n["launch"] + n["upload"] + n["sync"]) * counts["calibration"]["launch_s"]
+        out(f"| {name} ({L},{M}) | {solver} | {t:.3e} | {n['launch'] + n['upload']:.0f}, {n['sync']:.0f} | {here:.3e} | "
+            f"{calibrated:.3e} |")
+        out.figures.setdefault("launch_model_s_per_it", {})[f"{name} ({L},{M}) {solver}"] = \
+            {"measured": t, "counts_x_measured_costs": here, "counts_x_calibration": calibrated}
+    out("")
+
+
 def cpu_ratio(cells: str, seeds: int, iterations: int, config: Path) -> None:
     """The stacked engine on NumPy against the CPU engine's loop over seeds, side by side, one BLAS thread,
     alternating, the best of 3 rounds each; checks that every seed is the same bits.  ``cells``:
@@ -605,6 +695,7 @@ def main() -> None:
                                       "cpu" if args.smoke else "cuda"))
             if rates:
                 failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
+            failed.append(not section(out, launch_costs, be, out, args.smoke, rates))
     out.flush()
     if any(failed):
         raise SystemExit(1)

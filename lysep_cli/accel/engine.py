@@ -9,6 +9,10 @@ while the data (Z (n_in, N), the plan's K (N,), K_j (n_in, N), K-hat_g (n_g, N))
 Every product is a batched matmul (one GEMM per seed on NumPy, a strided-batched GEMM on CuPy) and every
 other operation is element-wise or reduces within one seed, so a seed's numbers do not depend on the other
 seeds in its stack (tests/test_stacked.py: seed 3 alone, in a stack of 10 and in a reversed stack).
+Sums over a channel axis keep their order: on NumPy one addition per channel, on a device one kernel
+(:func:`ordered_sum`, the same additions in the same order); the work of every channel, or of every
+one-input group, is done in one pass where the order of additions allows (fewer kernel launches on a
+device: benchmarks/launch_count.py counts them).
 
 The PINN pass (`eq:GD_W3`): R = W_L B + b_L K - Y with B = K sigma(a) + sigma'(a) U + sigma''(a) V at the
 last hidden layer, and its hand-derived reverse pass (channels.fit_adjoints, input_adjoints,
@@ -54,17 +58,38 @@ class StackedPlan:
     def n_groups(self) -> int:
         return len(self.groups)
 
+    @property
+    def singles(self) -> slice | None:
+        """When every group is one input and the groups' inputs are consecutive (LySep's plan), their slice on
+        the channel axis (group i is input singles.start + i: a term of every group in one pass), else None."""
+        if not self.groups or any(len(g) != 1 for g in self.groups):
+            return None
+        c = channels(np.concatenate(self.groups))
+        return c if isinstance(c, slice) else None
+
+
+@dataclass(frozen=True)
+class FirstWeights:
+    """What W_2's forward and reverse passes over a structured layer 1 share (computed once a pass):
+    A_d (S, n_in M, M), A_Q (S, n_g M, M) and w1sq = sum_{j in g} W_1(:, j)^2 (S, M, n_g)."""
+
+    A_d: Array
+    A_Q: Array
+    w1sq: Array
+
 
 @dataclass
 class Layer:
     """A hidden layer's channels, stacked: a (S, M, N), sigma^(k)(a), d (S, n_in, M, N) or None (layer 1:
-    d_1j = W_1(:, j), kept as ``w1`` (S, M, n_in)), Q (S, n_g, M, N) or None (q = 0)."""
+    d_1j = W_1(:, j), kept as ``w1`` (S, M, n_in)), Q (S, n_g, M, N) or None (q = 0); ``first``: layer 2's
+    :class:`FirstWeights` when layer 1 is structured."""
 
     a: Array
     sig: SigmaValues
     d: Array | None = None
     Q: Array | None = None
     w1: Array | None = None
+    first: FirstWeights | None = None
 
     @property
     def structured(self) -> bool:
@@ -92,11 +117,57 @@ def materialise(xp: Any, layer: Layer, plan: StackedPlan) -> Layer:
     return Layer(layer.a, layer.sig, d, None)
 
 
+def channels(group: np.ndarray) -> slice | np.ndarray:
+    """The index of a group's inputs on a channel axis: a slice (a view) when they are consecutive."""
+    g0 = int(group[0])
+    return slice(g0, g0 + len(group)) if np.array_equal(group, np.arange(g0, g0 + len(group))) else group
+
+
+ORDERED_SUM = r"""
+extern "C" __global__ void ordered_sum(const double* x, const double* init, bool from_init, long long channels,
+                                       long long per, double* out, long long n) {
+  /* out[s, p] = ((init[s, p] or 0.0) + x[s, 0, p]) + x[s, 1, p] + ...: the channels added in their order */
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    const double* xi = x + (i / per) * channels * per + i % per;
+    double acc = from_init ? init[i] : 0.0;
+    for (long long k = 0; k < channels; ++k) acc = acc + xi[k * per];
+    out[i] = acc;
+  }
+}
+"""
+
+
+def ordered_sum(xp: Any, x: Array, out: Array | None = None) -> Array:
+    """((out + x[:, 0]) + x[:, 1]) + ... for x (S, C, M, N), into ``out`` (S, M, N, C-contiguous) in place, or
+    from zeros when out is None: the channels added in order (the sum's bits do not depend on the library).
+    NumPy: C additions (and zeros); a device: one kernel (gpu_check.py compares the two bit for bit there)."""
+    if xp.__name__ == "numpy":
+        out = xp.zeros_like(x[:, 0]) if out is None else out
+        for k in range(x.shape[1]):  # loop over the channels: their order is the sum's
+            out += x[:, k]
+        return out
+    x = xp.ascontiguousarray(x)
+    res = xp.empty_like(x[:, 0]) if out is None else out
+    S, C = x.shape[0], x.shape[1]
+    per = res.size // S
+    sigma.kernel(xp, lambda: ORDERED_SUM, "ordered_sum")(
+        *sigma.grid(res.size), (x, x if out is None else out, xp.bool_(out is not None), xp.int64(C), xp.int64(per), res,
+                                xp.int64(res.size)))
+    return res
+
+
 def sum_of_squares(xp: Any, d: Array, group: np.ndarray) -> Array:
-    """sum_{j in group} d_j^2, (S, M, N), for d (S, n_in, M, N)."""
-    out = xp.square(d[:, group[0]])
-    for j in group[1:]:  # loop over the input dimensions of the group
-        out += d[:, j] * d[:, j]
+    """sum_{j in group} d_j^2, (S, M, N), for d (S, n_in, M, N): d_g0^2 + d_g1^2 + ... added in that order;
+    the squares of the group in one pass (then one kernel on a device, len(group) - 1 additions on NumPy)."""
+    if len(group) == 1:
+        return xp.square(d[:, group[0]])
+    sq = xp.square(d[:, channels(group)])
+    if xp.__name__ != "numpy":
+        return ordered_sum(xp, sq)  # 0 + sq_0 is sq_0: a square is never -0
+    out = sq[:, 0] + sq[:, 1]
+    for k in range(2, len(group)):  # loop over the input dimensions of the group
+        out += sq[:, k]
     return out
 
 
@@ -106,12 +177,13 @@ def _w1_squares(xp: Any, w1: Array, plan: StackedPlan) -> Array:
         else xp.zeros(w1.shape[:2] + (0,))
 
 
-def stacked_first_weights(xp: Any, W: Array, w1: Array, plan: StackedPlan) -> tuple[Array, Array]:
+def stacked_first_weights(xp: Any, W: Array, w1: Array, plan: StackedPlan) -> FirstWeights:
     """A_d = [W diag W_1(:, j)]_j (S, n_in M, M) and A_Q = [W diag sum_{j in g} W_1(:, j)^2]_g (S, n_g M, M)."""
     S, M = W.shape[0], W.shape[2]
+    w1sq = _w1_squares(xp, w1, plan)
     A_d = (W[:, None, :, :] * _T(xp, w1)[:, :, None, :]).reshape(S, -1, M)
-    A_Q = (W[:, None, :, :] * _T(xp, _w1_squares(xp, w1, plan))[:, :, None, :]).reshape(S, -1, M)
-    return A_d, A_Q
+    A_Q = (W[:, None, :, :] * _T(xp, w1sq)[:, :, None, :]).reshape(S, -1, M)
+    return FirstWeights(A_d, A_Q, w1sq)
 
 
 def group_input(xp: Any, prev: Layer, i: int, group: np.ndarray) -> Array:
@@ -123,17 +195,28 @@ def group_input(xp: Any, prev: Layer, i: int, group: np.ndarray) -> Array:
     return h
 
 
+def group_inputs(xp: Any, prev: Layer, plan: StackedPlan) -> Array:
+    """hQ_g of every group (:func:`group_input`), (S, n_g, M, N), in one pass: every group one input
+    (plan.singles)."""
+    h = xp.square(prev.d[:, plan.singles])
+    h *= prev.sig.s2[:, None]
+    if prev.Q is not None:
+        h += prev.sig.s1[:, None] * prev.Q
+    return h
+
+
 def next_layer(xp: Any, W: Array, b: Array, prev: Layer, plan: StackedPlan) -> Layer:
     """The channels of layer l from those of layer l-1 (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
     S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
     a = propagate_a(xp, W, b, prev)
+    first = None
     if prev.structured:
-        A_d, A_Q = stacked_first_weights(xp, W, prev.w1, plan)
-        d = xp.matmul(A_d, prev.sig.s1).reshape(S, plan.n_in, M, N)
-        Q = xp.matmul(A_Q, prev.sig.s2).reshape(S, plan.n_groups, M, N)
+        first = stacked_first_weights(xp, W, prev.w1, plan)
+        d = xp.matmul(first.A_d, prev.sig.s1).reshape(S, plan.n_in, M, N)
+        Q = xp.matmul(first.A_Q, prev.sig.s2).reshape(S, plan.n_groups, M, N)
     else:
         d, Q = propagate_d(xp, W, prev), propagate_Q(xp, W, prev, plan)
-    return Layer(a, sigma.values(xp, a), d, Q)
+    return Layer(a, sigma.values(xp, a), d, Q, first=first)
 
 
 def propagate_a(xp: Any, W: Array, b: Array, prev: Layer) -> Array:
@@ -150,6 +233,8 @@ def propagate_d(xp: Any, W: Array, prev: Layer) -> Array:
 
 def propagate_Q(xp: Any, W: Array, prev: Layer, plan: StackedPlan) -> Array:
     """Q_lg = W_l (sigma''(a_{l-1}) sum_{j in g} d_{l-1,j}^2 + sigma'(a_{l-1}) Q_{l-1,g}), general layer l-1."""
+    if plan.singles is not None:  # every group one input: one batched product
+        return xp.matmul(W[:, None], group_inputs(xp, prev, plan))
     S, M, N = W.shape[0], W.shape[1], prev.a.shape[2]
     Q = xp.empty((S, plan.n_groups, M, N))
     for i, g in enumerate(plan.groups):
@@ -170,14 +255,15 @@ def fit_matrix(xp: Any, last: Layer, plan: StackedPlan) -> Fit:
     """B of `eq:GD_W3` at the last hidden layer (channels.fit_matrix's NumPy passes, the same bits as its
     fused kernel)."""
     s, d = last.sig, last.d
-    U = xp.zeros_like(last.a)
-    for j in range(plan.n_in):  # loop over the input dimensions: U += K_j d_j
-        U += plan.K1[j] * d[:, j]
-    V = xp.zeros_like(last.a)
-    for i, g in enumerate(plan.groups):
-        V += plan.K2[i] * sum_of_squares(xp, d, g)
-        if last.Q is not None:
-            U += plan.K2[i] * last.Q[:, i]
+    U = ordered_sum(xp, plan.K1[:, None, :] * d)  # U = sum_j K_j d_j, the products in one pass
+    if plan.singles is not None:  # V = sum_g K-hat_g d_g^2, every group one input
+        V = ordered_sum(xp, plan.K2[:, None, :] * xp.square(d[:, plan.singles]))
+    else:
+        V = xp.zeros_like(last.a)
+        for i, g in enumerate(plan.groups):  # V += K-hat_g sum_{j in g} d_j^2, group by group
+            V += plan.K2[i] * sum_of_squares(xp, d, g)
+    if last.Q is not None and plan.n_groups:
+        ordered_sum(xp, plan.K2[:, None, :] * last.Q, out=U)  # U += sum_g K-hat_g Q_g
     B = plan.K * s.s0
     B += s.s1 * U
     B += s.s2 * V
@@ -196,19 +282,38 @@ def fit_adjoints(xp: Any, G: Array, last: Layer, plan: StackedPlan, fit: Fit) ->
     Gs1 = G * s.s1
     gd = Gs1[:, None] * plan.K1[None, :, None, :]
     G2s2 = 2.0 * G * s.s2
-    for i, g in enumerate(plan.groups):
-        for j in g:  # loop over the input dimensions
-            gd[:, j] += (G2s2 * plan.K2[i]) * last.d[:, j]
+    c = plan.singles
+    if c is not None:  # every group one input: g_dj += (G 2 sigma'' K-hat_j) d_j for all of them in one pass
+        view = gd[:, c]
+        view += (G2s2[:, None] * plan.K2[None, :, None, :]) * last.d[:, c]
+    for i, g in enumerate(plan.groups if c is None else ()):
+        _add_product(xp, gd, G2s2 * plan.K2[i], last.d, g)
     gQ = Gs1[:, None] * plan.K2[None, :, None, :]
     return ga, gd, gQ
+
+
+def _add_product(xp: Any, out: Array, t: Array, d: Array, group: np.ndarray) -> None:
+    """out[:, j] += t d[:, j] for every j of ``group`` (out, d (S, n_in, M, N), t (S, M, N)), in place: one
+    product and one addition for a group of consecutive inputs, and no write-back copy (``out[:, j] += x``
+    would launch one on CuPy)."""
+    c = channels(group)
+    if isinstance(c, slice):
+        view = out[:, c]
+        view += t[:, None] * d[:, c]
+        return
+    for j in group:  # loop over the input dimensions (not consecutive)
+        view = out[:, j]
+        view += t * d[:, j]
 
 
 def weight_gradient(xp: Any, ga: Array, gd: Array, gQ: Array, prev: Layer, plan: StackedPlan) -> Array:
     """dW_l = g_a h^T + sum_j g_dj h_j^T + sum_g g_Qg hQ_g^T for a general layer l-1, (S, M, M_prev)."""
     s = prev.sig
     gW = xp.matmul(ga, _T(xp, s.s0))
-    for j in range(gd.shape[1]):  # loop over the input dimensions
-        gW += xp.matmul(gd[:, j], _T(xp, s.s1 * prev.d[:, j]))
+    ordered_sum(xp, xp.matmul(gd, _T(xp, s.s1[:, None] * prev.d)), out=gW)  # the products batched, added in order
+    if plan.singles is not None:
+        ordered_sum(xp, xp.matmul(gQ, _T(xp, group_inputs(xp, prev, plan))), out=gW)
+        return gW
     for i, g in enumerate(plan.groups):
         gW += xp.matmul(gQ[:, i], _T(xp, group_input(xp, prev, i, g)))
     return gW
@@ -224,28 +329,36 @@ def input_adjoints(xp: Any, W: Array, ga: Array, gd: Array, gQ: Array, prev: Lay
     ga_prev = xp.einsum("sjmn,sjmn->smn", d, Hd)
     ga_prev *= s.s2
     ga_prev += s.s1 * xp.matmul(WT, ga)
+    c = plan.singles if HQ is not None else None
+    if c is not None:  # every group one input: each group's terms in one pass, added group by group below
+        A = s.s3[:, None] * xp.square(d[:, c]) * HQ
+        B = s.s2[:, None] * prev.Q * HQ if prev.Q is not None else None
     for i, g in enumerate(plan.groups if HQ is not None else ()):
-        ga_prev += s.s3 * sum_of_squares(xp, d, g) * HQ[:, i]
+        ga_prev += A[:, i] if c is not None else s.s3 * sum_of_squares(xp, d, g) * HQ[:, i]
         if prev.Q is not None:
-            ga_prev += s.s2 * prev.Q[:, i] * HQ[:, i]
+            ga_prev += B[:, i] if c is not None else s.s2 * prev.Q[:, i] * HQ[:, i]
     gd_prev = Hd
     gd_prev *= s.s1[:, None]
-    for i, g in enumerate(plan.groups if HQ is not None else ()):
-        t = 2.0 * s.s2 * HQ[:, i]
-        for j in g:  # loop over the input dimensions
-            gd_prev[:, j] += t * d[:, j]
+    if c is not None:
+        view = gd_prev[:, c]
+        view += ((2.0 * s.s2)[:, None] * HQ) * d[:, c]
+    for i, g in enumerate(plan.groups if HQ is not None and c is None else ()):
+        _add_product(xp, gd_prev, 2.0 * s.s2 * HQ[:, i], d, g)
     gQ_prev = HQ * s.s1[:, None] if HQ is not None and prev.Q is not None else None
     return ga_prev, gd_prev, gQ_prev
 
 
 def first_layers_backward(xp: Any, W2: Array, ga: Array, gd: Array, gQ: Array, layer1: Layer,
-                          plan: StackedPlan, Z: Array) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
+                          plan: StackedPlan, Z: Array,
+                          first: FirstWeights | None = None) -> tuple[tuple[Array, Array], tuple[Array, Array]]:
     """((dW_2, db_2), (dW_1, db_1)) from the adjoints of layer 2's (a, d, Q), layer 1 structured
-    (channels.first_layers_backward: P_d[j] = g_dj sigma'(a_1)^T, P_Q[g] = g_Qg sigma''(a_1)^T)."""
+    (channels.first_layers_backward: P_d[j] = g_dj sigma'(a_1)^T, P_Q[g] = g_Qg sigma''(a_1)^T); ``first``:
+    the forward pass's products of W_2 and W_1 (made here when not given)."""
     s, w1 = layer1.sig, layer1.w1
     S, n_in, M, N = gd.shape
     n_g = plan.n_groups
-    A_d, A_Q = stacked_first_weights(xp, W2, w1, plan)
+    first = stacked_first_weights(xp, W2, w1, plan) if first is None else first
+    A_d, A_Q = first.A_d, first.A_Q
     gd2 = gd.reshape(S, n_in * M, N)
     P_d = xp.matmul(gd2, _T(xp, s.s1)).reshape(S, n_in, M, -1)
     gW2 = xp.matmul(ga, _T(xp, s.s0))
@@ -256,10 +369,14 @@ def first_layers_backward(xp: Any, W2: Array, ga: Array, gd: Array, gQ: Array, l
     if n_g:
         gQ2 = gQ.reshape(S, n_g * M, N)
         P_Q = xp.matmul(gQ2, _T(xp, s.s2)).reshape(S, n_g, M, -1)
-        gW2 += xp.einsum("sgkm,smg->skm", P_Q, _w1_squares(xp, w1, plan))
+        gW2 += xp.einsum("sgkm,smg->skm", P_Q, first.w1sq)
         ga1 += s.s3 * xp.matmul(_T(xp, A_Q), gQ2)
         S_in = np.flatnonzero(plan.group_of >= 0)
-        gW1_d[:, :, S_in] += 2.0 * w1[:, :, S_in] * xp.einsum("skm,sgkm->smg", W2, P_Q)[:, :, plan.group_of[S_in]]
+        c = channels(S_in)  # a view when the inputs with second derivatives are consecutive: no copies
+        view = gW1_d[:, :, c]
+        view += 2.0 * w1[:, :, c] * xp.einsum("skm,sgkm->smg", W2, P_Q)[:, :, plan.group_of[S_in]]
+        if not isinstance(c, slice):
+            gW1_d[:, :, c] = view
     gW1 = xp.matmul(ga1, Z.T) + gW1_d
     return (gW2, ga.sum(axis=2)), (gW1, ga1.sum(axis=2))
 
@@ -304,7 +421,8 @@ def backward(xp: Any, params: StackedParams, Z: Array, fp: PinnPass, plan: Stack
         prev = fp.layers[l - 1]
         grads[l] = (weight_gradient(xp, ga, gd, gQ, prev, plan), ga.sum(axis=2))
         ga, gd, gQ = input_adjoints(xp, W, ga, gd, gQ, prev, plan)
-    grads[1], grads[0] = first_layers_backward(xp, params[1][0], ga, gd, gQ, fp.layers[0], plan, Z)
+    grads[1], grads[0] = first_layers_backward(xp, params[1][0], ga, gd, gQ, fp.layers[0], plan, Z,
+                                               fp.layers[1].first)
     return grads
 
 

@@ -5,7 +5,8 @@ own divergence decision.  A seed whose J is not finite (at its initial network, 
 there, as the CPU solver returns: its parameters are frozen by a mask (the update of the others goes on),
 its history ends at that iterate and its result says ``diverged_at``.  The per-seed J's stay on the device
 during the run; they come back to the host every ``sync_every`` iterations (progress, and the end of the
-run once every seed has diverged) and at the end.
+run once every seed has diverged) and at the end: no host sync in an iteration.  On a device the masked
+update is one kernel (:func:`masked_step`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine
+from lysep_cli.accel import engine, sigma
 from lysep_cli.accel.backend import Backend
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
@@ -56,24 +57,48 @@ def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], s
     Z, Y = backend.asarray(data.Z), backend.asarray(data.Y)
     params = stack(backend, params0)
     S = len(params0)
-    history = xp.full((iterations + 1, S), xp.nan)
     J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
-    history[0] = J
+    Js = [J]  # J after each iteration, stacked once at the end (no copy kernel an iteration)
     active = xp.isfinite(J)
     for k in range(iterations):
         eta = schedule(k)
-        keep = active[:, None]
-        params = [(xp.where(keep[:, :, None], W - eta * gW, W), xp.where(keep, b - eta * gb, b))
+        params = [(masked_step(xp, active, W, eta, gW), masked_step(xp, active, b, eta, gb))
                   for (W, b), (gW, gb) in zip(params, grads)]
         J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
-        history[k + 1] = J
+        Js.append(J)
         active &= xp.isfinite(J)
         if (k + 1) % sync_every == 0 or k + 1 == iterations:
             if progress is not None:
                 progress(k, backend.host(J))
             if not bool(active.any()):
                 break
-    return [_result(p, h) for p, h in zip(unstack(backend, params), backend.host(history).T)]
+    history = np.full((iterations + 1, S), np.nan)
+    history[:len(Js)] = backend.host(xp.stack(Js))
+    return [_result(p, h) for p, h in zip(unstack(backend, params), history.T)]
+
+
+MASKED_STEP = r"""
+extern "C" __global__ void masked_step(const double* w, const double* g, const bool* keep, double eta,
+                                       long long per_seed, double* out, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)blockDim.x * gridDim.x) {
+    out[i] = keep[i / per_seed] ? w[i] - eta * g[i] : w[i];  /* eta * g, then the subtraction: no FMA */
+  }
+}
+"""
+
+
+def masked_step(xp: Any, keep: Any, W: Any, eta: float, G: Any) -> Any:
+    """W - eta G for the seeds of ``keep`` (S,) bool, W itself for the others (W, G (S, ...)): on NumPy
+    ``where(keep, W - eta G, W)``; on a device one kernel of the same operations (two launches fewer;
+    gpu_check.py compares the two bit for bit there)."""
+    if xp.__name__ == "numpy":
+        return xp.where(keep.reshape((-1,) + (1,) * (W.ndim - 1)), W - eta * G, W)
+    W, G = xp.ascontiguousarray(W), xp.ascontiguousarray(G)
+    out = xp.empty_like(W)
+    step = sigma.kernel(xp, lambda: MASKED_STEP, "masked_step")
+    step(*sigma.grid(W.size), (W, G, keep, xp.float64(eta), xp.int64(W.size // W.shape[0]), out, xp.int64(W.size)))
+    return out
 
 
 def _result(params: Params, history: np.ndarray) -> SolveResult:

@@ -1,0 +1,152 @@
+"""benchmarks/launch_count.py: the counting array namespace changes no number, and its counts are real.
+
+The stacked engine run through the counting proxy (every would-be CuPy kernel, upload and host sync
+counted) must give the run without it bit for bit (the proxy is not named "numpy", so the engine takes its
+device branches there: its own kernels, emulated by the NumPy operations they compute, are checked here
+against the NumPy branches too); its counts must be positive, the same from one run to
+the next, and not depend on the number of seeds stacked (a stack's launches are the stack's, not the
+seeds').
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lysep_cli.accel import backend as backends
+from lysep_cli.accel import sigma
+from lysep_cli.numerics.sincos import sincos
+from lysep_cli.specs import load_specs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def lc():
+    spec = importlib.util.spec_from_file_location("launch_count", ROOT / "benchmarks/launch_count.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["launch_count"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cell():
+    return load_specs(ROOT / "experiments.yaml")["elliptic-2d"]
+
+
+def _same(a, b) -> bool:
+    return (all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in a.history)
+            and all(np.array_equal(x, y) for (Wa, ba), (Wb, bb) in zip(a.params, b.params) for x, y in ((Wa, Wb), (ba, bb))))
+
+
+@pytest.mark.parametrize("name,L", [("elliptic-2d", 3), ("hyperbolic-5d", 4)])
+def test_a_run_through_the_proxy_is_the_run_without_it_bit_for_bit(lc, name, L):
+    cell = load_specs(ROOT / "experiments.yaml")[name]
+    plain = backends.resolve("cpu-stacked")
+    with np.errstate(all="ignore"):
+        counts, counted = lc.pinn_run(cell, L, 6, 2, 2, 50)
+        _, uncounted = lc.pinn_run(cell, L, 6, 2, 2, 50, be=plain)
+        sweeps, counted_l = lc.lysep_run(cell, L, 6, 2, 2)
+        _, uncounted_l = lc.lysep_run(cell, L, 6, 2, 2, be=plain)
+    assert all(_same(a, b) for a, b in zip(counted, uncounted))
+    assert all(_same(a, b) for a, b in zip(counted_l, uncounted_l))
+    assert counts["launch"] > 0 and counts["sync"] > 0 and counts["upload"] > 0
+    assert len(sweeps) == 1 and sweeps[0]["launch"] > 0 and sweeps[0]["sync"] > 0 and sweeps[0]["trials"] > 0
+
+
+def test_counts_are_stable_and_do_not_depend_on_the_number_of_seeds(lc, cell):
+    with np.errstate(all="ignore"):
+        runs = [lc.pinn_run(cell, 3, 8, S, 1, 50)[0] for S in (2, 2, 3)]
+    assert runs[0] == runs[1] == runs[2]
+
+
+def test_the_proxy_counts_what_would_be_kernels_and_syncs(lc):
+    xp = lc.COUNTING.xp
+    with lc.counting() as tally:
+        a = xp.asarray(np.arange(6.0).reshape(2, 3))  # an upload
+        b = a[:, 1:]  # a view: free
+        c = xp.ascontiguousarray(b)  # a copy kernel
+        c += 1.0  # one kernel
+        c[0] = 7.0  # one kernel
+        s, co = sigma.sincos(xp, a)  # the sigma kernel (sigma.py's device branch): one launch
+        total = float(c.sum())  # one reduction, one sync
+        host = lc.COUNTING.host(s)  # one sync
+    assert tally.totals() == {"launch": 5, "upload": 1, "sync": 2}
+    assert total == 7 + 7 + 5 + 6 and np.array_equal(host, sincos(np.arange(6.0).reshape(2, 3))[0])
+    assert tally.by_op[("launch", "sigma_values_fdlibm")] + tally.by_op[("launch", "sincos_fdlibm")] == 1
+
+
+def test_the_calibration_counts_the_design_checks_trial_model(lc):
+    costs, model = lc.calibrate()
+    assert model["sync"] == 1 and model["launch"] > 10
+    assert costs.launch == costs.sync and 1e-6 < costs.launch < 1e-3
+
+
+def test_the_launch_saving_forms_keep_the_per_input_loops_bits():
+    """engine's one-pass forms (a group's squares, consecutive inputs as a view, every one-input group at once)
+    against the per-input loops they replace, also for inputs that are not consecutive."""
+    from lysep_cli.accel import engine
+
+    rng = np.random.default_rng(5)
+    S, n_in, M, N = 2, 5, 3, 7
+    d, t = rng.normal(size=(S, n_in, M, N)), rng.normal(size=(S, M, N))
+    for group in (np.array([1, 2, 3]), np.array([0, 2, 4]), np.array([3])):
+        want = np.square(d[:, group[0]])
+        for j in group[1:]:
+            want += d[:, j] * d[:, j]
+        assert np.array_equal(engine.sum_of_squares(np, d, group), want)
+        got, want = d.copy(), d.copy()
+        engine._add_product(np, got, t, d, group)
+        for j in group:
+            want[:, j] += t * d[:, j]
+        assert np.array_equal(got, want)
+    groups = tuple(np.array([j]) for j in range(1, 4))
+    plan = engine.StackedPlan(rng.normal(size=N), rng.normal(size=(n_in, N)), rng.normal(size=(3, N)), groups,
+                              np.array([-1, 0, 1, 2, -1]))
+    assert plan.singles == slice(1, 4)
+
+    class Looped(engine.StackedPlan):
+        singles = None  # the per-group loops
+
+    looped = Looped(**{f: getattr(plan, f) for f in ("K", "K1", "K2", "groups", "group_of")})
+    a = rng.normal(size=(S, M, N))
+    layer = engine.Layer(a, sigma.values(np, a), d, rng.normal(size=(S, 3, M, N)))
+    fits = [engine.fit_matrix(np, layer, p) for p in (plan, looped)]
+    assert all(np.array_equal(getattr(fits[0], k), getattr(fits[1], k)) for k in ("B", "U", "V"))
+    adj = [engine.fit_adjoints(np, t, layer, p, fits[0]) for p in (plan, looped)]
+    assert all(np.array_equal(x, y) for x, y in zip(*adj))
+    W, ga, gd, gQ = rng.normal(size=(S, M, M)), t, d.copy(), rng.normal(size=(S, 3, M, N))
+    ins = [engine.input_adjoints(np, W, ga, gd.copy(), gQ, layer, p) for p in (plan, looped)]
+    assert all(np.array_equal(x, y) for x, y in zip(*ins))
+
+
+@pytest.mark.gpu
+def test_gpu_fused_kernels_give_the_unfused_operations_bits():
+    """On a GPU: sigma.values' one kernel == sincos and two negations; pinn.masked_step's == where(...);
+    engine.ordered_sum's == the channels added one by one."""
+    from lysep_cli.accel import engine
+    from lysep_cli.accel.pinn import masked_step
+
+    try:
+        gpu = backends.resolve("cuda")
+    except backends.DeviceUnavailable as exc:
+        pytest.skip(str(exc))
+    xp, rng = gpu.xp, np.random.default_rng(6)
+    a = gpu.asarray(rng.normal(0.0, 3.0, (4, 5, 100)))
+    fused, (s, c) = sigma.values(xp, a), sigma.sincos(xp, a)
+    for f, u in zip((fused.s0, fused.s1, fused.s2, fused.s3), (s, c, -s, -c)):
+        assert np.array_equal(gpu.host(f).view(np.int64), gpu.host(u).view(np.int64))
+    W, G, keep = gpu.asarray(rng.normal(size=(4, 6, 5))), gpu.asarray(rng.normal(size=(4, 6, 5))), \
+        gpu.asarray(np.array([True, False, True, True]))
+    want = xp.where(keep[:, None, None], W - 1e-3 * G, W)
+    assert np.array_equal(gpu.host(masked_step(xp, keep, W, 1e-3, G)), gpu.host(want))
+    x, init = gpu.asarray(rng.normal(size=(4, 7, 5, 6))), gpu.asarray(rng.normal(size=(4, 5, 6)))
+    want = init.copy()
+    for k in range(7):
+        want += x[:, k]
+    assert np.array_equal(gpu.host(engine.ordered_sum(xp, x, init.copy())), gpu.host(want))
