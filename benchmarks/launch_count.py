@@ -333,7 +333,9 @@ def lysep_run(spec: ExperimentSpec, L: int, M: int, seeds: int, sweeps: int,
         def progress(k: int, J: Any) -> None:
             marks.append((tally.by_scope.copy(), tally.trials))
 
-        res = stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], sweeps, progress)
+        # the CuPy default (W_L by a QR on the device, accel/lstsq.py) through the counter and without it
+        res = stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], sweeps, progress,
+                                          w_solve="reduced")
     per_sweep = []
     for (c0, t0), (c1, t1) in zip(marks, marks[1:]):
         d = c1 - c0
