@@ -66,3 +66,37 @@ def test_the_list_matches_an_installed_cupy():
     spec.loader.exec_module(mod)
     if cupy.__version__.split(".")[0] == "14":
         assert set(mod.names()) == cupy_names()
+
+
+def _compile_check():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cuda_compile_check", ROOT / "benchmarks/cuda_compile_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_kernel_the_engine_launches_is_defined_in_a_cuda_source():
+    """Kernel names at the launch sites (``kernel(xp, source, "name")``, ``_launch(xp, "name", ...)``) are
+    ``extern "C" __global__`` functions of the engine's CUDA sources: a misspelt name fails here."""
+    check = _compile_check()
+    defined = {k for _, src in check.sources() for k in check.kernels(src)}
+    requested = set()
+    for path in sorted((ROOT / "lysep_cli/accel").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                    "kernel", "_launch"):
+                requested |= {a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)}
+    assert {"ordered_sum", "masked_step", "sincos_fdlibm", "sigma_values_fdlibm"} <= requested
+    assert requested <= defined, sorted(requested - defined)
+
+
+def test_every_cuda_source_compiles_with_nvrtc():
+    check = _compile_check()
+    try:
+        check._load_nvrtc()
+        from cupy_backends.cuda.libs import nvrtc
+        nvrtc.getVersion()
+    except Exception:  # noqa: BLE001 - no CuPy or no NVRTC here (CI): benchmarks/results/cuda_compile_check.txt
+        pytest.skip("NVRTC not available")
+    assert check.compile_all() == 0
