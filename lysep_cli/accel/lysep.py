@@ -57,7 +57,8 @@ def unsupported(settings: Settings | dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Data:
     """LySepData on the device: Z (n_in, N), K (N,), Y (N,), the plan (one group per q_j), the host's
-    LySepData (k, kj, hj, S) and the host copies the least squares use."""
+    LySepData (k, kj, hj, S) and the host copies the least squares use; the weights' constants uploaded
+    once: kj, hj (n_in, 1) (|K_j|^2, |K-hat_j|^2), hS (|S|,) (hj on S), hS1 (|S|, 1), Sx (|S|,) (S)."""
 
     xp: Any
     Z: Array
@@ -65,6 +66,11 @@ class Data:
     Y: Array
     plan: StackedPlan
     host: LySepData
+    kj: Array
+    hj: Array
+    hS: Array
+    hS1: Array
+    Sx: Array
 
     @property
     def N(self) -> int:
@@ -75,7 +81,10 @@ class Data:
         """The training data's LySepData on ``be``'s device."""
         host = LySepData.build(data.Z, data.coef, data.Y)
         xp = be.xp
-        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
+        hS = host.hj[host.S]
+        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host,
+                   be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
+                   be.asarray(host.S))
 
 
 def _sumall(xp: Any, x: Array) -> Array:
@@ -121,11 +130,18 @@ class State:
     def fit(self) -> engine.Fit:
         return self._cached(("fit", 0), lambda: engine.fit_matrix(self.xp, self.layer(self.L - 1), self.plan))
 
+    def w(self, l: int) -> Array:
+        """||W_l||_F^2 per seed, (S,)."""
+        return self._cached(("w", l), lambda: _sumall(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
+
+    def w1(self) -> Array:
+        """||W_1(:, i)||^2 per seed and input, (S, n_in)."""
+        return self._cached(("w1", 1), lambda: self.xp.sum(self.v["W1"] * self.v["W1"], axis=1))
+
     @property
     def w_out(self) -> Array:
         """||W_L||_F^2 per seed, (S,)."""
-        W = self.v[f"W{self.L}"]
-        return _sumall(self.xp, W * W)
+        return self.w(self.L)
 
 
 def _sources(key: tuple, L: int) -> tuple[str, ...]:
@@ -134,7 +150,7 @@ def _sources(key: tuple, L: int) -> tuple[str, ...]:
         return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
     if kind == "wt":
         return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
-    return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
+    return ({"sig": "a", "nd": "d", "nq": "q", "w": "W", "w1": "W"}[kind] + str(l),)
 
 
 @dataclass
@@ -153,18 +169,18 @@ def weights(st: State, data: Data) -> Weights:
 
 
 def _weights(st: State, data: Data) -> Weights:
-    xp, L, h = st.xp, st.L, data.host
-    S = h.S
-    w = {l: _sumall(xp, st.v[f"W{l}"] * st.v[f"W{l}"]) for l in range(2, L)}
-    w1 = xp.sum(st.v["W1"] * st.v["W1"], axis=1)  # (S, n_in)
+    xp, L = st.xp, st.L
+    w = {l: st.w(l) for l in range(2, L)}
+    w1 = st.w1()  # (S, n_in)
     nd = {l: st.nd(l) for l in range(1, L)}
     nq = {l: st.nq(l) for l in range(2, L)}
+    if L == 3:  # weights._paper_grouping: rho_a, rho_d of every layer; rho_q_2 = h_S, the pass's first gP
+        return _paper_grouping(xp, data, w[2], w1, nd[1], nd[2], nq[2])
+    S = data.Sx
     dh = {1: w1}
     for l in range(2, L):
         dh[l] = w[l][:, None] * dh[l - 1]
-    gT: Array = xp.asarray(h.kj[:, None])
-    gP: Array = xp.asarray(h.hj[S][:, None])
-    gR: Any = h.k
+    gT, gP, gR = data.kj, data.hS1, data.host.k
     rho_a, rho_d, rho_q = {}, {}, {}
     for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
         n = nd[l]
@@ -180,18 +196,21 @@ def _weights(st: State, data: Data) -> Weights:
             rho_q[l] = gP
             wl = w[l]
             gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
-    if L == 3:  # weights._paper_grouping
-        k, kj, hj = h.k, xp.asarray(h.kj[:, None]), xp.asarray(h.hj[:, None])
-        w2, w1c, n1, n2, q2 = w[2][:, None], w1[:, :, None], nd[1], nd[2], nq[2]
-        w2d = w[2][:, None, None]
-        hS = xp.asarray(h.hj[S])
-        A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], q2)[:, 0, :]  # hS @ nq per seed
-        A1 = A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1)
-        rho_a[1] = w2 * A1 + xp.sum(w1c * hj * (w2d * n1 + w2d * w2d * (n1 + n2)), axis=1)
-        rho_a[2] = A2 + w2 * xp.sum(w1c * hj * n2, axis=1)
-        rho_d[1] = hj * w1c * (w2d + w2d * w2d) + w2d * (kj + hj * (n1 + n2))
-        rho_d[2] = kj + hj * n2 + hj * w2d * w1c
     return Weights(rho_a, rho_d, rho_q)
+
+
+def _paper_grouping(xp: Any, data: Data, w_2: Array, w1: Array, n1: Array, n2: Array, q2: Array) -> Weights:
+    """rho at L = 3 as weights._paper_grouping sums it (omega D^2 of `eq:Js-elliptic`), stacked: w_2 (S,),
+    w1 (S, n_in), n1, n2 (S, n_in, N), q2 (S, |S|, N)."""
+    k, kj, hj, hS = data.host.k, data.kj, data.hj, data.hS
+    w2, w1c, w2d = w_2[:, None], w1[:, :, None], w_2[:, None, None]
+    A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], q2)[:, 0, :]  # hS @ nq per seed
+    A1 = A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1)
+    rho_a = {1: w2 * A1 + xp.sum(w1c * hj * (w2d * n1 + w2d * w2d * (n1 + n2)), axis=1),
+             2: A2 + w2 * xp.sum(w1c * hj * n2, axis=1)}
+    rho_d = {1: hj * w1c * (w2d + w2d * w2d) + w2d * (kj + hj * (n1 + n2)),
+             2: kj + hj * n2 + hj * w2d * w1c}
+    return Weights(rho_a, rho_d, {2: data.hS1})
 
 
 def _rho(wt: Weights, x: str, l: int) -> Array:
