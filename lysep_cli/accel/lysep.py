@@ -145,9 +145,12 @@ class State:
 
 
 def _sources(key: tuple, L: int) -> tuple[str, ...]:
+    """The variables a cached value depends on."""
     kind, l = key
     if kind == "fit":
         return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
+    if kind == "paper":
+        return _PAPER_SOURCES[l]
     if kind == "wt":
         return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
     return ({"sig": "a", "nd": "d", "nq": "q", "w": "W", "w1": "W"}[kind] + str(l),)
@@ -170,12 +173,12 @@ def weights(st: State, data: Data) -> Weights:
 
 def _weights(st: State, data: Data) -> Weights:
     xp, L = st.xp, st.L
+    if L == 3:  # weights._paper_grouping: rho_a, rho_d of every layer; rho_q_2 = h_S, the pass's first gP
+        return _paper_grouping(xp, st, data)
     w = {l: st.w(l) for l in range(2, L)}
     w1 = st.w1()  # (S, n_in)
     nd = {l: st.nd(l) for l in range(1, L)}
     nq = {l: st.nq(l) for l in range(2, L)}
-    if L == 3:  # weights._paper_grouping: rho_a, rho_d of every layer; rho_q_2 = h_S, the pass's first gP
-        return _paper_grouping(xp, data, w[2], w1, nd[1], nd[2], nq[2])
     S = data.Sx
     dh = {1: w1}
     for l in range(2, L):
@@ -199,17 +202,39 @@ def _weights(st: State, data: Data) -> Weights:
     return Weights(rho_a, rho_d, rho_q)
 
 
-def _paper_grouping(xp: Any, data: Data, w_2: Array, w1: Array, n1: Array, n2: Array, q2: Array) -> Weights:
-    """rho at L = 3 as weights._paper_grouping sums it (omega D^2 of `eq:Js-elliptic`), stacked: w_2 (S,),
-    w1 (S, n_in), n1, n2 (S, n_in, N), q2 (S, |S|, N)."""
+#: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
+#: those of its block (the others stay in the trial state's cache)
+_PAPER_SOURCES = {"A2": ("d2", "q2"), "A1": ("d1", "d2", "q2"), "hw": ("W1",), "n12": ("d1", "d2"), "w22": ("W2",),
+                  "X": ("W2", "d1", "d2"), "a1": ("W1", "W2", "d1", "d2", "q2"), "a2": ("W1", "W2", "d2", "q2"),
+                  "khn12": ("d1", "d2"), "d1": ("W1", "W2", "d1", "d2"), "khn2": ("d2",), "hww": ("W1", "W2"),
+                  "d2": ("W1", "W2", "d2")}
+
+
+def _paper_grouping(xp: Any, st: State, data: Data) -> Weights:
+    """rho at L = 3 as weights._paper_grouping sums it (omega D^2 of `eq:Js-elliptic`), stacked, each summand
+    cached in ``st`` (:data:`_PAPER_SOURCES`): w_2 (S,), w1 (S, n_in), n1, n2 (S, n_in, N), q2 (S, |S|, N);
+    rho_a (S, N), rho_d (S, n_in, N), rho_q_2 = h_S (|S|, 1), the backward pass's first gP."""
     k, kj, hj, hS = data.host.k, data.kj, data.hj, data.hS
-    w2, w1c, w2d = w_2[:, None], w1[:, :, None], w_2[:, None, None]
-    A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], q2)[:, 0, :]  # hS @ nq per seed
-    A1 = A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1)
-    rho_a = {1: w2 * A1 + xp.sum(w1c * hj * (w2d * n1 + w2d * w2d * (n1 + n2)), axis=1),
-             2: A2 + w2 * xp.sum(w1c * hj * n2, axis=1)}
-    rho_d = {1: hj * w1c * (w2d + w2d * w2d) + w2d * (kj + hj * (n1 + n2)),
-             2: kj + hj * n2 + hj * w2d * w1c}
+    w_2 = st.w(2)
+    w2, w1c, w2d = w_2[:, None], st.w1()[:, :, None], w_2[:, None, None]
+    n1, n2 = st.nd(1), st.nd(2)
+
+    def c(name: str, make: Callable[[], Array]) -> Array:
+        return st._cached(("paper", name), make)
+
+    A2 = c("A2", lambda: k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], st.nq(2))[:, 0, :])  # hS @ nq
+    A1 = c("A1", lambda: A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1))
+    hw = c("hw", lambda: w1c * hj)  # = hj * w1c bit for bit (a product commutes)
+    w22 = c("w22", lambda: w2d * w2d)
+    n12 = c("n12", lambda: n1 + n2)
+    X = c("X", lambda: w2d * n1 + w22 * n12)
+    rho_a = {1: c("a1", lambda: w2 * A1 + xp.sum(hw * X, axis=1)),
+             2: c("a2", lambda: A2 + w2 * xp.sum(hw * n2, axis=1))}
+    khn12 = c("khn12", lambda: kj + hj * n12)
+    khn2 = c("khn2", lambda: kj + hj * n2)
+    hww = c("hww", lambda: hj * w2d * w1c)
+    rho_d = {1: c("d1", lambda: hw * (w2d + w22) + w2d * khn12),
+             2: c("d2", lambda: khn2 + hww)}
     return Weights(rho_a, rho_d, {2: data.hS1})
 
 
