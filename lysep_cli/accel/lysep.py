@@ -380,6 +380,16 @@ def _merge(xp: Any, mask: np.ndarray, new: Array, old: Array) -> Array:
     return xp.where(xp.asarray(mask).reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
 
 
+def _step_table(t0: np.ndarray, shrink: float, n: int) -> np.ndarray:
+    """The steps of a block's n trials, (n, S): t0, t0 shrink, (t0 shrink) shrink, .. (the backtracking rule's
+    products in its order, so a trying seed's row i is its trial i's step bit for bit)."""
+    table = np.empty((n, t0.size))
+    table[0] = t0
+    for i in range(1, n):  # loop over the trials (host, n = max_tries)
+        table[i] = table[i - 1] * shrink
+    return table
+
+
 class StackedIteration:
     """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
 
@@ -408,6 +418,9 @@ class StackedIteration:
         self.accepted_steps = {b: np.zeros(self.S, dtype=int) for b in self.blocks}
         self.unchanged_trials = np.zeros(self.S, dtype=int)
         self.trials = np.zeros(self.S, dtype=int)
+        #: per block, whether its last trial left every trying seed's bits unchanged (then the next trial syncs
+        #: that test before evaluating J_S, else both in one copy): the same decisions either way
+        self.unchanged_last: dict[str, bool] = {}
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The state between sweeps: (JSON-able values, arrays), as algorithm.LySepIteration.snapshot."""
@@ -456,18 +469,29 @@ class StackedIteration:
         own: list = []
         accepted: dict[str, Any] = {}
 
+        steps: list = []  # the block's trial steps on the device, uploaded once (_step_table)
+
         def trial(t: np.ndarray, trying: np.ndarray):
             self.trials += trying
-            xt = x - xp.asarray(t).reshape((self.S,) + (1,) * (x.ndim - 1)) * g
-            same = be.host(_same_bits(xp, xt, x)) & trying
+            xt = x - self._device_step(steps, block, t, trying).reshape((self.S,) + (1,) * (x.ndim - 1)) * g
+            same_d = _same_bits(xp, xt, x)
+            first = self.unchanged_last.get(block, False)  # the block's last trial changed nothing: test that first
+            if first:
+                same = be.host(same_d) & trying
+            if not first or not (same | ~trying).all():
+                st2 = st.with_(**{block: xt})
+                if block[0] in "adq" and int(block[1:]) >= 2 and not own:
+                    own.append(layer_map(block, st, data))
+                t2 = update_terms(terms, block, st2, data, own[0] if own else None)
+                if first:
+                    J = be.host(lysep_loss(st2, data, t2))
+                else:  # one host copy: J_S after the step and, beside it, whether the step left the bits unchanged
+                    both = be.host(xp.concatenate([lysep_loss(st2, data, t2), same_d]))
+                    J, same = both[:self.S], (both[self.S:] != 0) & trying
             self.unchanged_trials += same
-            if (same | ~trying).all():
+            self.unchanged_last[block] = bool((same | ~trying).all())
+            if self.unchanged_last[block]:
                 return J0.copy(), (st, terms)
-            st2 = st.with_(**{block: xt})
-            if block[0] in "adq" and int(block[1:]) >= 2 and not own:
-                own.append(layer_map(block, st, data))
-            t2 = update_terms(terms, block, st2, data, own[0] if own else None)
-            J = be.host(lysep_loss(st2, data, t2))
             return np.where(same, J0, J), (st2, t2)
 
         def accept(payload, mask: np.ndarray) -> None:
@@ -492,6 +516,19 @@ class StackedIteration:
             self.st, self.terms = accepted["state"]
         self.J_S = np.where(moved, J, self.J_S)
         self.accepted_steps[block] += moved
+
+    def _device_step(self, steps: list, block: str, t: np.ndarray, trying: np.ndarray) -> Array:
+        """t (S,) on the device: the row of the block's step table (uploaded at its first trial) whose trying
+        seeds' steps are t's, else t uploaded."""
+        if not steps:
+            rule = self.rules.get(block) if self.s.step_rule == "backtracking" else None
+            table = _step_table(t, rule.shrink, rule.max_tries) if rule else t[None, :]
+            steps += [table, self.xp.asarray(table), 0]
+        table, dev, i = steps
+        steps[2] = i + 1
+        if i < len(table) and np.array_equal(table[i][trying], t[trying]):
+            return dev[i]
+        return self.xp.asarray(t)
 
     def _solve_W3(self, active: np.ndarray, with_cond: bool) -> Array:
         """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), the
