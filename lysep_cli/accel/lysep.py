@@ -375,9 +375,9 @@ def _same_bits(xp: Any, a: Array, b: Array) -> Array:
                   == xp.ascontiguousarray(b).view(xp.int64).reshape(S, -1), axis=1)
 
 
-def _merge(xp: Any, mask: np.ndarray, new: Array, old: Array) -> Array:
-    """new where mask (per seed), else old."""
-    return xp.where(xp.asarray(mask).reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
+def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
+    """new where mask (S,) (per seed, on the device: uploaded once by the caller), else old."""
+    return xp.where(mask.reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
 
 
 def _step_table(t0: np.ndarray, shrink: float, n: int) -> np.ndarray:
@@ -454,7 +454,7 @@ class StackedIteration:
         return self.rules[block].tau if self.s.step_rule == "backtracking" else np.full(self.S, self.s.tau)
 
     def _set(self, block: str, value: Array, active: np.ndarray) -> None:
-        value = _merge(self.xp, active, value, self.st.v[block])
+        value = _merge(self.xp, self.xp.asarray(active), value, self.st.v[block])
         self.st = self.st.with_(**{block: value})
         self.terms = update_terms(self.terms, block, self.st, self.data)
 
@@ -499,10 +499,11 @@ class StackedIteration:
             if st2 is st:  # every trying seed's step changed nothing (all rejected unless g = 0)
                 return
             base_st, base_terms = accepted.get("state", (st, terms))
-            v = _merge(xp, mask, st2.v[block], base_st.v[block])
-            e = {k: (_merge(xp, mask, t2.e[k], base_terms.e[k]) if k in affects(block, self.L) else base_terms.e[k])
+            m = xp.asarray(mask)  # one upload an accept
+            v = _merge(xp, m, st2.v[block], base_st.v[block])
+            e = {k: (_merge(xp, m, t2.e[k], base_terms.e[k]) if k in affects(block, self.L) else base_terms.e[k])
                  for k in base_terms.e}
-            r = _merge(xp, mask, t2.r, base_terms.r)
+            r = _merge(xp, m, t2.r, base_terms.r)
             accepted["state"] = (base_st.with_(**{block: v}), Terms(xp, e, r))
 
         if self.s.step_rule == "backtracking":
