@@ -582,6 +582,13 @@ class StackedIteration:
                 self.J_S = np.where(active, J, self.J_S)
             active &= np.isfinite(self.J_S)
 
+    def network(self) -> engine.StackedParams:
+        """The stacked network [(W_l (S, out, in), b_l (S, out))] on the device, b_L as (S, 1): the arrays of
+        :meth:`params` (contiguous, as accel/pinn.stack uploads them) without a host copy."""
+        xp, v, L = self.xp, self.st.v, self.L
+        return [(xp.ascontiguousarray(v[f"W{l}"]), xp.ascontiguousarray(v[f"b{l}"] if l < L else v[f"b{L}"][:, None]))
+                for l in range(1, L + 1)]
+
     def params(self) -> list[Params]:
         L = self.L
         host = {k: self.be.host(v) for k, v in self.st.v.items() if k[0] in "Wb"}
@@ -589,11 +596,10 @@ class StackedIteration:
                 + [(host[f"W{L}"][s].copy(), np.array([host[f"b{L}"][s]]))] for s in range(self.S)]
 
 
-def pinn_J(be: Backend, params: list[Params], data: TrainingData, plan: StackedPlan) -> np.ndarray:
-    """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked)."""
-    from lysep_cli.accel.pinn import stack
-
-    fp = engine.pinn_pass(be.xp, stack(be, params), be.asarray(data.Z), plan, be.asarray(data.Y))
+def pinn_J(be: Backend, params: engine.StackedParams, data: Data, plan: StackedPlan) -> np.ndarray:
+    """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked), from the
+    stacked network on the device (:meth:`StackedIteration.network`) and the training data there."""
+    fp = engine.pinn_pass(be.xp, params, data.Z, plan, data.Y)
     return be.host(_dot(be.xp, fp.R, fp.R) / fp.R.shape[1])
 
 
@@ -624,7 +630,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
     factor = bound_factor(problem.pde, problem.d) * C
     it = StackedIteration(be, params0, ld, s, w_solve, w_workers)
-    J = pinn_J(be, it.params(), data, pinn_plan)
+    J = pinn_J(be, it.network(), ld, pinn_plan)
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = np.where(it.J_S > 0, J / it.J_S, np.nan)
     diverged_at = np.where(np.isfinite(it.J_S) & np.isfinite(J), -1, 0)
@@ -650,7 +656,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
             break
         active = running.copy()
         it.sweep(active, with_cond=k in (0, iterations - 1))
-        J = np.where(running, pinn_J(be, it.params(), data, pinn_plan), lp["J"])
+        J = np.where(running, pinn_J(be, it.network(), ld, pinn_plan), lp["J"])
         hist_JS.append(it.J_S.copy())
         hist_J.append(J.copy())
         if k == 0:
