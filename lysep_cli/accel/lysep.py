@@ -536,14 +536,14 @@ class StackedIteration:
         full systems or the QR-reduced ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads."""
         be, data, L = self.be, self.data, self.L
         idx = np.flatnonzero(active)
-        lam = be.host(penalty(self.terms, weights(self.st, data), L))[idx]
+        lam = penalty(self.terms, weights(self.st, data), L)  # (S,)
         B = self.st.fit.B  # (S, M, N)
         y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
         if idx.size < self.S:
             sel = be.asarray(idx)
-            B, y = B[sel], y[sel]
-        systems = lstsq.to_host(be, B, y, lam, self.w_solve)
-        W = be.host(self.st.v[f"W{L}"]).copy()
+            B, y, lam = B[sel], y[sel], lam[sel]
+        systems = lstsq.to_host(be, B, y, lam, self.w_solve)  # one host sync: B (or R), y, lambda
+        W = np.zeros(self.st.v[f"W{L}"].shape)  # the inactive seeds' rows: _set keeps their W_L
         for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
                                                             self.workers)):
             W[s], self.last_rank[s], self.last_cond[s] = x[None, :], rank, cond
