@@ -468,8 +468,15 @@ class StackedIteration:
         x = st.v[block]
         own: list = []
         accepted: dict[str, Any] = {}
-
         steps: list = []  # the block's trial steps on the device, uploaded once (_step_table)
+        backtracking = self.s.step_rule == "backtracking"
+        g2_dev = _sumall(xp, g * g) if backtracking else None  # ||g||^2 (S,): to the host with a trial's J_S
+        g2_host: list = [] if backtracking else [None]
+
+        def g2() -> np.ndarray:
+            if not g2_host:  # the first trial synced only its unchanged-bits flags
+                g2_host.append(be.host(g2_dev))
+            return g2_host[0]
 
         def trial(t: np.ndarray, trying: np.ndarray):
             self.trials += trying
@@ -483,11 +490,15 @@ class StackedIteration:
                 if block[0] in "adq" and int(block[1:]) >= 2 and not own:
                     own.append(layer_map(block, st, data))
                 t2 = update_terms(terms, block, st2, data, own[0] if own else None)
-                if first:
-                    J = be.host(lysep_loss(st2, data, t2))
-                else:  # one host copy: J_S after the step and, beside it, whether the step left the bits unchanged
-                    both = be.host(xp.concatenate([lysep_loss(st2, data, t2), same_d]))
-                    J, same = both[:self.S], (both[self.S:] != 0) & trying
+                # one host copy: J_S after the step, beside it (unless synced first) whether the step left the
+                # bits unchanged, and at the block's first copy ||g||^2
+                parts = [lysep_loss(st2, data, t2)] + ([] if first else [same_d]) + ([] if g2_host else [g2_dev])
+                both = be.host(xp.concatenate(parts))
+                J, rest = both[:self.S], both[self.S:]
+                if not first:
+                    same, rest = (rest[:self.S] != 0) & trying, rest[self.S:]
+                if not g2_host:
+                    g2_host.append(rest)
             self.unchanged_trials += same
             self.unchanged_last[block] = bool((same | ~trying).all())
             if self.unchanged_last[block]:
@@ -506,8 +517,7 @@ class StackedIteration:
             r = _merge(xp, m, t2.r, base_terms.r)
             accepted["state"] = (base_st.with_(**{block: v}), Terms(xp, e, r))
 
-        if self.s.step_rule == "backtracking":
-            g2 = be.host(_sumall(xp, g * g))
+        if backtracking:
             J, _, moved = self.rules[block].step(J0, g2, trial, accept, active)
         else:  # the paper's fixed step, always accepted
             J, payload = trial(np.full(self.S, self.s.tau), active)
