@@ -168,13 +168,13 @@ class Weights:
 
 def weights(st: State, data: Data) -> Weights:
     """weights.weights_from for every seed (the backward pass; at L = 3 rho_a, rho_d in the paper's grouping)."""
+    if st.L == 3:  # its summands are cached (_paper_grouping)
+        return _paper_grouping(st.xp, st, data)
     return st._cached(("wt", 0), lambda: _weights(st, data))
 
 
 def _weights(st: State, data: Data) -> Weights:
     xp, L = st.xp, st.L
-    if L == 3:  # weights._paper_grouping: rho_a, rho_d of every layer; rho_q_2 = h_S, the pass's first gP
-        return _paper_grouping(xp, st, data)
     w = {l: st.w(l) for l in range(2, L)}
     w1 = st.w1()  # (S, n_in)
     nd = {l: st.nd(l) for l in range(1, L)}
@@ -390,6 +390,22 @@ def _step_table(t0: np.ndarray, shrink: float, n: int) -> np.ndarray:
     return table
 
 
+def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None:
+    """The cached values ``into`` lacks that a trial state's (``new``) and its base state's (``old``) caches
+    both hold, merged seed by seed (new where mask): the weights and their summands, the norms (arrays with
+    a leading seed axis), in place.  Per seed they are the values the merged state would compute."""
+    def pick(a: Array, b: Array) -> Array:
+        return a if a is b else _merge(xp, mask, a, b)
+
+    for key in (new.keys() & old.keys()) - into.keys():
+        a, b = new[key], old[key]
+        if isinstance(a, Weights):
+            into[key] = Weights(*({l: pick(x[l], y[l]) for l in x} for x, y in
+                                  ((a.rho_a, b.rho_a), (a.rho_d, b.rho_d), (a.rho_q, b.rho_q))))
+        elif key[0] in ("w", "w1", "nd", "nq", "paper"):
+            into[key] = pick(a, b)
+
+
 class StackedIteration:
     """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
 
@@ -515,7 +531,9 @@ class StackedIteration:
             e = {k: (_merge(xp, m, t2.e[k], base_terms.e[k]) if k in affects(block, self.L) else base_terms.e[k])
                  for k in base_terms.e}
             r = _merge(xp, m, t2.r, base_terms.r)
-            accepted["state"] = (base_st.with_(**{block: v}), Terms(xp, e, r))
+            new = base_st.with_(**{block: v})
+            _merge_cache(xp, m, st2.cache, base_st.cache, new.cache)
+            accepted["state"] = (new, Terms(xp, e, r))
 
         if backtracking:
             J, _, moved = self.rules[block].step(J0, g2, trial, accept, active)
