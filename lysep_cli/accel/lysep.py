@@ -247,10 +247,12 @@ def _rho(wt: Weights, x: str, l: int) -> Array:
 
 
 class Terms:
-    """Constraint residuals e[name], their per-sample squares E (cached), and r (S, N)."""
+    """Constraint residuals e[name], their per-sample squares E (cached), r (S, N), and P (S,), the penalty
+    with the weights of the state the terms belong to (cached by :func:`penalty_of`)."""
 
-    def __init__(self, xp: Any, e: dict[str, Array], r: Array, E: dict[str, Array] | None = None):
-        self.xp, self.e, self.r, self._E = xp, e, r, {} if E is None else E
+    def __init__(self, xp: Any, e: dict[str, Array], r: Array, E: dict[str, Array] | None = None,
+                 P: Array | None = None):
+        self.xp, self.e, self.r, self._E, self.P = xp, e, r, {} if E is None else E, P
 
     def E(self, name: str) -> Array:
         if name not in self._E:
@@ -303,7 +305,9 @@ def update_terms(terms: Terms, block: str, st: State, data: Data, own_map: Array
             e[name] = st.xp.subtract(own_map, st.v[name])
         else:
             e[name] = compute_group(name, st, data)
-    return Terms(st.xp, e, r, {k: x for k, x in terms._E.items() if k not in groups})
+    # W_L and b_L touch r only: the constraints, the weights and so P stay
+    return Terms(st.xp, e, r, {k: x for k, x in terms._E.items() if k not in groups},
+                 terms.P if groups == ("fit",) else None)
 
 
 def penalty(terms: Terms, wt: Weights, L: int) -> Array:
@@ -324,9 +328,16 @@ def penalty(terms: Terms, wt: Weights, L: int) -> Array:
     return P
 
 
+def penalty_of(st: State, data: Data, terms: Terms) -> Array:
+    """P per seed, (S,), of the state ``st`` whose terms are ``terms``, computed once for them."""
+    if terms.P is None:
+        terms.P = penalty(terms, weights(st, data), st.L)
+    return terms.P
+
+
 def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
     """J_S per seed, (S,) (loss.lysep_loss and loss_parts: fit + ||W_L||^2 P / N)."""
-    P = penalty(terms, weights(st, data), st.L)
+    P = penalty_of(st, data, terms)
     N = data.N
     fit = _dot(st.xp, terms.r, terms.r) / N
     pen = st.w_out * P / N
@@ -437,6 +448,7 @@ class StackedIteration:
         #: per block, whether its last trial left every trying seed's bits unchanged (then the next trial syncs
         #: that test before evaluating J_S, else both in one copy): the same decisions either way
         self.unchanged_last: dict[str, bool] = {}
+        self._active: tuple[np.ndarray, Array] | None = None  # the last active mask, on the host and the device
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The state between sweeps: (JSON-able values, arrays), as algorithm.LySepIteration.snapshot."""
@@ -470,9 +482,15 @@ class StackedIteration:
         return self.rules[block].tau if self.s.step_rule == "backtracking" else np.full(self.S, self.s.tau)
 
     def _set(self, block: str, value: Array, active: np.ndarray) -> None:
-        value = _merge(self.xp, self.xp.asarray(active), value, self.st.v[block])
+        value = _merge(self.xp, self._on_device(active), value, self.st.v[block])
         self.st = self.st.with_(**{block: value})
         self.terms = update_terms(self.terms, block, self.st, self.data)
+
+    def _on_device(self, active: np.ndarray) -> Array:
+        """``active`` (S,) on the device, uploaded again only when it changed (a seed left the sweep)."""
+        if self._active is None or not np.array_equal(self._active[0], active):
+            self._active = (active.copy(), self.xp.asarray(active))
+        return self._active[1]
 
     def _gradient_step(self, block: str, active: np.ndarray) -> None:
         xp, be, st, data, terms = self.xp, self.be, self.st, self.data, self.terms
@@ -564,7 +582,7 @@ class StackedIteration:
         full systems or the QR-reduced ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads."""
         be, data, L = self.be, self.data, self.L
         idx = np.flatnonzero(active)
-        lam = penalty(self.terms, weights(self.st, data), L)  # (S,)
+        lam = penalty_of(self.st, data, self.terms)  # (S,)
         B = self.st.fit.B  # (S, M, N)
         y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
         if idx.size < self.S:
