@@ -569,7 +569,7 @@ class StackedIteration:
         seeds' steps are t's, else t uploaded."""
         if not steps:
             rule = self.rules.get(block) if self.s.step_rule == "backtracking" else None
-            table = _step_table(t, rule.shrink, rule.max_tries) if rule else t[None, :]
+            table = _step_table(t, rule.shrink, max(rule.max_tries, 1)) if rule else t[None, :]
             steps += [table, self.xp.asarray(table), 0]
         table, dev, i = steps
         steps[2] = i + 1
