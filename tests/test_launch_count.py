@@ -59,6 +59,25 @@ def test_a_run_through_the_proxy_is_the_run_without_it_bit_for_bit(lc, name, L):
     assert len(sweeps) == 1 and sweeps[0]["launch"] > 0 and sweeps[0]["sync"] > 0 and sweeps[0]["trials"] > 0
 
 
+@pytest.mark.parametrize("name,L", [("elliptic-2d", 3), ("hyperbolic-5d", 4)])
+def test_a_lysep_sweep_syncs_once_a_trial_and_once_for_w_l_and_the_pinn_j(lc, name, L):
+    """Host syncs of a LySep sweep: one a trial (J_S, the unchanged-bits flags and the block's ||g||^2 in one
+    copy; the flags first, one more, only after a trial of the block that changed nothing, then ||g||^2 may
+    come alone), one for the W_L systems, one for the PINN J (no upload: the network stays on the device),
+    one J_S per closed-form block; uploads: the block's step table and an accept's mask."""
+    from lysep_cli.solvers.lysep.loss import gradient_blocks
+
+    blocks = len(gradient_blocks(L))
+    with np.errstate(all="ignore"):
+        sweeps, _ = lc.lysep_run(load_specs(ROOT / "experiments.yaml")[name], L, 6, 2, 4)
+    for s in sweeps:
+        sc = s["scopes"]
+        assert sc["W_L solve/sync"] == 1 and sc["pinn_J/sync"] == 1 and "pinn_J/upload" not in sc
+        assert s["trials"] <= sc["trial/sync"] <= s["trials"] + blocks
+        assert L + 1 <= sc["other/sync"] <= L + 1 + blocks and sc["trial/upload"] <= s["trials"] + blocks
+    assert min(s["scopes"]["trial/sync"] - s["trials"] for s in sweeps) == 0  # a sweep of one-copy trials only
+
+
 def test_counts_are_stable_and_do_not_depend_on_the_number_of_seeds(lc, cell):
     with np.errstate(all="ignore"):
         runs = [lc.pinn_run(cell, 3, 8, S, 1, 50)[0] for S in (2, 2, 3)]

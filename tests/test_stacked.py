@@ -185,7 +185,8 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
     """StackedBacktracking against one scalar Backtracking per seed, step after step, on loss curves where
     trials are accepted at once, after shrinking, never (max_tries), or meet NaN: the same accepted J and t,
     the same rule state (tau, last, skip, back-off), and each seed's payload accepted exactly when its own
-    rule accepts."""
+    rule accepts; ||g||^2 given as an array or (every other step) as a function asked once, after the first
+    trial."""
     from lysep_cli.accel.steps import StackedBacktracking
     from lysep_cli.solvers.steps import Backtracking
 
@@ -207,8 +208,16 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
             g2[3] = 0.0  # a zero gradient: the first trial is accepted whatever t
         want = [scalar[s].step(J0[s], g2[s], lambda t, s=s: (loss(s, J0[s], t, g2[s]), s)) for s in range(S)]
 
+        made, asked = [], []
+
         def trial(t, trying):
+            made.append(t)
             return np.array([loss(s, J0[s], t[s], g2[s]) if trying[s] else np.nan for s in range(S)]), "payload"
+
+        def g2_later(g2=g2):  # ||g||^2 as the stacked LySep gives it: a function, asked once after trial 1
+            assert len(made) == 1 and not asked
+            asked.append(g2)
+            return g2
 
         accepted = np.zeros(S, dtype=int)
 
@@ -216,7 +225,8 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
             assert payload == "payload"
             accepted[mask] += 1
 
-        J, t, took = stacked.step(J0, g2, trial, accept)
+        J, t, took = stacked.step(J0, g2 if step % 2 else g2_later, trial, accept)
+        assert len(asked) == 1 - step % 2
         assert np.array_equal(J, [w[0] for w in want]) and np.array_equal(t, [w[2] for w in want])
         assert np.array_equal(accepted, [w[1] is not None for w in want]) and np.array_equal(took, accepted > 0)
         for s in range(S):

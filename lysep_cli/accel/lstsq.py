@@ -79,14 +79,18 @@ def reduce(xp: Any, Bt: Array, y: Array) -> Array:
     return xp.linalg.qr(xp.concatenate([Bt, y[:, :, None]], axis=2), mode="r")
 
 
-def to_host(be: Backend, B: Array, y: Array, lam: np.ndarray, w_solve: str) -> Systems:
-    """The W_L systems of the seeds of B (n, M, N) and y = Y - K b_L (n, N) (device arrays) on the host, in
-    the form ``w_solve`` solves them (module docstring); lam (n,) on the host."""
-    N, M = B.shape[2], B.shape[1]
+def to_host(be: Backend, B: Array, y: Array, lam: Array, w_solve: str) -> Systems:
+    """The W_L systems of the seeds of B (n, M, N), y = Y - K b_L (n, N) and lambda (n,) (device arrays) on
+    the host, in the form ``w_solve`` solves them (module docstring): one device->host copy of them all."""
+    xp, n, M, N = be.xp, B.shape[0], B.shape[1], B.shape[2]
     if w_solve == "host":
-        return Systems(be.host(B).transpose(0, 2, 1), be.host(y), lam, N + M)
-    R = be.host(reduce(be.xp, be.xp.swapaxes(B, 1, 2), y))
-    return Systems(R[:, :, :M], R[:, :, M], lam, N + M)
+        flat = be.host(xp.concatenate([B.reshape(n, M * N), y, lam[:, None]], axis=1))
+        return Systems(flat[:, :M * N].reshape(n, M, N).transpose(0, 2, 1), flat[:, M * N:-1], flat[:, -1], N + M)
+    R = reduce(xp, xp.swapaxes(B, 1, 2), y)
+    k = R.shape[1]
+    flat = be.host(xp.concatenate([R.reshape(n, k * (M + 1)), lam[:, None]], axis=1))
+    R = flat[:, :-1].reshape(n, k, M + 1)
+    return Systems(R[:, :, :M], R[:, :, M], flat[:, -1], N + M)
 
 
 @lru_cache(maxsize=1)

@@ -57,7 +57,8 @@ def unsupported(settings: Settings | dict[str, Any]) -> str | None:
 @dataclass(frozen=True)
 class Data:
     """LySepData on the device: Z (n_in, N), K (N,), Y (N,), the plan (one group per q_j), the host's
-    LySepData (k, kj, hj, S) and the host copies the least squares use."""
+    LySepData (k, kj, hj, S) and the host copies the least squares use; the weights' constants uploaded
+    once: kj, hj (n_in, 1) (|K_j|^2, |K-hat_j|^2), hS (|S|,) (hj on S), hS1 (|S|, 1), Sx (|S|,) (S)."""
 
     xp: Any
     Z: Array
@@ -65,6 +66,11 @@ class Data:
     Y: Array
     plan: StackedPlan
     host: LySepData
+    kj: Array
+    hj: Array
+    hS: Array
+    hS1: Array
+    Sx: Array
 
     @property
     def N(self) -> int:
@@ -75,7 +81,10 @@ class Data:
         """The training data's LySepData on ``be``'s device."""
         host = LySepData.build(data.Z, data.coef, data.Y)
         xp = be.xp
-        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host)
+        hS = host.hj[host.S]
+        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host,
+                   be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
+                   be.asarray(host.S))
 
 
 def _sumall(xp: Any, x: Array) -> Array:
@@ -121,20 +130,30 @@ class State:
     def fit(self) -> engine.Fit:
         return self._cached(("fit", 0), lambda: engine.fit_matrix(self.xp, self.layer(self.L - 1), self.plan))
 
+    def w(self, l: int) -> Array:
+        """||W_l||_F^2 per seed, (S,)."""
+        return self._cached(("w", l), lambda: _sumall(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
+
+    def w1(self) -> Array:
+        """||W_1(:, i)||^2 per seed and input, (S, n_in)."""
+        return self._cached(("w1", 1), lambda: self.xp.sum(self.v["W1"] * self.v["W1"], axis=1))
+
     @property
     def w_out(self) -> Array:
         """||W_L||_F^2 per seed, (S,)."""
-        W = self.v[f"W{self.L}"]
-        return _sumall(self.xp, W * W)
+        return self.w(self.L)
 
 
 def _sources(key: tuple, L: int) -> tuple[str, ...]:
+    """The variables a cached value depends on."""
     kind, l = key
     if kind == "fit":
         return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
+    if kind == "paper":
+        return _PAPER_SOURCES[l]
     if kind == "wt":
         return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
-    return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
+    return ({"sig": "a", "nd": "d", "nq": "q", "w": "W", "w1": "W"}[kind] + str(l),)
 
 
 @dataclass
@@ -149,22 +168,22 @@ class Weights:
 
 def weights(st: State, data: Data) -> Weights:
     """weights.weights_from for every seed (the backward pass; at L = 3 rho_a, rho_d in the paper's grouping)."""
+    if st.L == 3:  # its summands are cached (_paper_grouping)
+        return _paper_grouping(st.xp, st, data)
     return st._cached(("wt", 0), lambda: _weights(st, data))
 
 
 def _weights(st: State, data: Data) -> Weights:
-    xp, L, h = st.xp, st.L, data.host
-    S = h.S
-    w = {l: _sumall(xp, st.v[f"W{l}"] * st.v[f"W{l}"]) for l in range(2, L)}
-    w1 = xp.sum(st.v["W1"] * st.v["W1"], axis=1)  # (S, n_in)
+    xp, L = st.xp, st.L
+    w = {l: st.w(l) for l in range(2, L)}
+    w1 = st.w1()  # (S, n_in)
     nd = {l: st.nd(l) for l in range(1, L)}
     nq = {l: st.nq(l) for l in range(2, L)}
+    S = data.Sx
     dh = {1: w1}
     for l in range(2, L):
         dh[l] = w[l][:, None] * dh[l - 1]
-    gT: Array = xp.asarray(h.kj[:, None])
-    gP: Array = xp.asarray(h.hj[S][:, None])
-    gR: Any = h.k
+    gT, gP, gR = data.kj, data.hS1, data.host.k
     rho_a, rho_d, rho_q = {}, {}, {}
     for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
         n = nd[l]
@@ -180,18 +199,43 @@ def _weights(st: State, data: Data) -> Weights:
             rho_q[l] = gP
             wl = w[l]
             gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
-    if L == 3:  # weights._paper_grouping
-        k, kj, hj = h.k, xp.asarray(h.kj[:, None]), xp.asarray(h.hj[:, None])
-        w2, w1c, n1, n2, q2 = w[2][:, None], w1[:, :, None], nd[1], nd[2], nq[2]
-        w2d = w[2][:, None, None]
-        hS = xp.asarray(h.hj[S])
-        A2 = k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], q2)[:, 0, :]  # hS @ nq per seed
-        A1 = A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1)
-        rho_a[1] = w2 * A1 + xp.sum(w1c * hj * (w2d * n1 + w2d * w2d * (n1 + n2)), axis=1)
-        rho_a[2] = A2 + w2 * xp.sum(w1c * hj * n2, axis=1)
-        rho_d[1] = hj * w1c * (w2d + w2d * w2d) + w2d * (kj + hj * (n1 + n2))
-        rho_d[2] = kj + hj * n2 + hj * w2d * w1c
     return Weights(rho_a, rho_d, rho_q)
+
+
+#: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
+#: those of its block (the others stay in the trial state's cache)
+_PAPER_SOURCES = {"A2": ("d2", "q2"), "A1": ("d1", "d2", "q2"), "hw": ("W1",), "n12": ("d1", "d2"), "w22": ("W2",),
+                  "X": ("W2", "d1", "d2"), "a1": ("W1", "W2", "d1", "d2", "q2"), "a2": ("W1", "W2", "d2", "q2"),
+                  "khn12": ("d1", "d2"), "d1": ("W1", "W2", "d1", "d2"), "khn2": ("d2",), "hww": ("W1", "W2"),
+                  "d2": ("W1", "W2", "d2")}
+
+
+def _paper_grouping(xp: Any, st: State, data: Data) -> Weights:
+    """rho at L = 3 as weights._paper_grouping sums it (omega D^2 of `eq:Js-elliptic`), stacked, each summand
+    cached in ``st`` (:data:`_PAPER_SOURCES`): w_2 (S,), w1 (S, n_in), n1, n2 (S, n_in, N), q2 (S, |S|, N);
+    rho_a (S, N), rho_d (S, n_in, N), rho_q_2 = h_S (|S|, 1), the backward pass's first gP."""
+    k, kj, hj, hS = data.host.k, data.kj, data.hj, data.hS
+    w_2 = st.w(2)
+    w2, w1c, w2d = w_2[:, None], st.w1()[:, :, None], w_2[:, None, None]
+    n1, n2 = st.nd(1), st.nd(2)
+
+    def c(name: str, make: Callable[[], Array]) -> Array:
+        return st._cached(("paper", name), make)
+
+    A2 = c("A2", lambda: k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], st.nq(2))[:, 0, :])  # hS @ nq
+    A1 = c("A1", lambda: A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1))
+    hw = c("hw", lambda: w1c * hj)  # = hj * w1c bit for bit (a product commutes)
+    w22 = c("w22", lambda: w2d * w2d)
+    n12 = c("n12", lambda: n1 + n2)
+    X = c("X", lambda: w2d * n1 + w22 * n12)
+    rho_a = {1: c("a1", lambda: w2 * A1 + xp.sum(hw * X, axis=1)),
+             2: c("a2", lambda: A2 + w2 * xp.sum(hw * n2, axis=1))}
+    khn12 = c("khn12", lambda: kj + hj * n12)
+    khn2 = c("khn2", lambda: kj + hj * n2)
+    hww = c("hww", lambda: hj * w2d * w1c)
+    rho_d = {1: c("d1", lambda: hw * (w2d + w22) + w2d * khn12),
+             2: c("d2", lambda: khn2 + hww)}
+    return Weights(rho_a, rho_d, {2: data.hS1})
 
 
 def _rho(wt: Weights, x: str, l: int) -> Array:
@@ -203,10 +247,12 @@ def _rho(wt: Weights, x: str, l: int) -> Array:
 
 
 class Terms:
-    """Constraint residuals e[name], their per-sample squares E (cached), and r (S, N)."""
+    """Constraint residuals e[name], their per-sample squares E (cached), r (S, N), and P (S,), the penalty
+    with the weights of the state the terms belong to (cached by :func:`penalty_of`)."""
 
-    def __init__(self, xp: Any, e: dict[str, Array], r: Array, E: dict[str, Array] | None = None):
-        self.xp, self.e, self.r, self._E = xp, e, r, {} if E is None else E
+    def __init__(self, xp: Any, e: dict[str, Array], r: Array, E: dict[str, Array] | None = None,
+                 P: Array | None = None):
+        self.xp, self.e, self.r, self._E, self.P = xp, e, r, {} if E is None else E, P
 
     def E(self, name: str) -> Array:
         if name not in self._E:
@@ -259,7 +305,9 @@ def update_terms(terms: Terms, block: str, st: State, data: Data, own_map: Array
             e[name] = st.xp.subtract(own_map, st.v[name])
         else:
             e[name] = compute_group(name, st, data)
-    return Terms(st.xp, e, r, {k: x for k, x in terms._E.items() if k not in groups})
+    # W_L and b_L touch r only: the constraints, the weights and so P stay
+    return Terms(st.xp, e, r, {k: x for k, x in terms._E.items() if k not in groups},
+                 terms.P if groups == ("fit",) else None)
 
 
 def penalty(terms: Terms, wt: Weights, L: int) -> Array:
@@ -280,9 +328,16 @@ def penalty(terms: Terms, wt: Weights, L: int) -> Array:
     return P
 
 
+def penalty_of(st: State, data: Data, terms: Terms) -> Array:
+    """P per seed, (S,), of the state ``st`` whose terms are ``terms``, computed once for them."""
+    if terms.P is None:
+        terms.P = penalty(terms, weights(st, data), st.L)
+    return terms.P
+
+
 def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
     """J_S per seed, (S,) (loss.lysep_loss and loss_parts: fit + ||W_L||^2 P / N)."""
-    P = penalty(terms, weights(st, data), st.L)
+    P = penalty_of(st, data, terms)
     N = data.N
     fit = _dot(st.xp, terms.r, terms.r) / N
     pen = st.w_out * P / N
@@ -331,9 +386,35 @@ def _same_bits(xp: Any, a: Array, b: Array) -> Array:
                   == xp.ascontiguousarray(b).view(xp.int64).reshape(S, -1), axis=1)
 
 
-def _merge(xp: Any, mask: np.ndarray, new: Array, old: Array) -> Array:
-    """new where mask (per seed), else old."""
-    return xp.where(xp.asarray(mask).reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
+def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
+    """new where mask (S,) (per seed, on the device: uploaded once by the caller), else old."""
+    return xp.where(mask.reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
+
+
+def _step_table(t0: np.ndarray, shrink: float, n: int) -> np.ndarray:
+    """The steps of a block's n trials, (n, S): t0, t0 shrink, (t0 shrink) shrink, .. (the backtracking rule's
+    products in its order, so a trying seed's row i is its trial i's step bit for bit)."""
+    table = np.empty((n, t0.size))
+    table[0] = t0
+    for i in range(1, n):  # loop over the trials (host, n = max_tries)
+        table[i] = table[i - 1] * shrink
+    return table
+
+
+def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None:
+    """The cached values ``into`` lacks that a trial state's (``new``) and its base state's (``old``) caches
+    both hold, merged seed by seed (new where mask): the weights and their summands, the norms (arrays with
+    a leading seed axis), in place.  Per seed they are the values the merged state would compute."""
+    def pick(a: Array, b: Array) -> Array:
+        return a if a is b else _merge(xp, mask, a, b)
+
+    for key in (new.keys() & old.keys()) - into.keys():
+        a, b = new[key], old[key]
+        if isinstance(a, Weights):
+            into[key] = Weights(*({l: pick(x[l], y[l]) for l in x} for x, y in
+                                  ((a.rho_a, b.rho_a), (a.rho_d, b.rho_d), (a.rho_q, b.rho_q))))
+        elif key[0] in ("w", "w1", "nd", "nq", "paper"):
+            into[key] = pick(a, b)
 
 
 class StackedIteration:
@@ -364,6 +445,10 @@ class StackedIteration:
         self.accepted_steps = {b: np.zeros(self.S, dtype=int) for b in self.blocks}
         self.unchanged_trials = np.zeros(self.S, dtype=int)
         self.trials = np.zeros(self.S, dtype=int)
+        #: per block, whether its last trial left every trying seed's bits unchanged (then the next trial syncs
+        #: that test before evaluating J_S, else both in one copy): the same decisions either way
+        self.unchanged_last: dict[str, bool] = {}
+        self._active: tuple[np.ndarray, Array] | None = None  # the last active mask, on the host and the device
 
     def snapshot(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The state between sweeps: (JSON-able values, arrays), as algorithm.LySepIteration.snapshot."""
@@ -397,9 +482,15 @@ class StackedIteration:
         return self.rules[block].tau if self.s.step_rule == "backtracking" else np.full(self.S, self.s.tau)
 
     def _set(self, block: str, value: Array, active: np.ndarray) -> None:
-        value = _merge(self.xp, active, value, self.st.v[block])
+        value = _merge(self.xp, self._on_device(active), value, self.st.v[block])
         self.st = self.st.with_(**{block: value})
         self.terms = update_terms(self.terms, block, self.st, self.data)
+
+    def _on_device(self, active: np.ndarray) -> Array:
+        """``active`` (S,) on the device, uploaded again only when it changed (a seed left the sweep)."""
+        if self._active is None or not np.array_equal(self._active[0], active):
+            self._active = (active.copy(), self.xp.asarray(active))
+        return self._active[1]
 
     def _gradient_step(self, block: str, active: np.ndarray) -> None:
         xp, be, st, data, terms = self.xp, self.be, self.st, self.data, self.terms
@@ -411,19 +502,41 @@ class StackedIteration:
         x = st.v[block]
         own: list = []
         accepted: dict[str, Any] = {}
+        steps: list = []  # the block's trial steps on the device, uploaded once (_step_table)
+        backtracking = self.s.step_rule == "backtracking"
+        g2_dev = _sumall(xp, g * g) if backtracking else None  # ||g||^2 (S,): to the host with a trial's J_S
+        g2_host: list = [] if backtracking else [None]
+
+        def g2() -> np.ndarray:
+            if not g2_host:  # the first trial synced only its unchanged-bits flags
+                g2_host.append(be.host(g2_dev))
+            return g2_host[0]
 
         def trial(t: np.ndarray, trying: np.ndarray):
             self.trials += trying
-            xt = x - xp.asarray(t).reshape((self.S,) + (1,) * (x.ndim - 1)) * g
-            same = be.host(_same_bits(xp, xt, x)) & trying
+            xt = x - self._device_step(steps, block, t, trying).reshape((self.S,) + (1,) * (x.ndim - 1)) * g
+            same_d = _same_bits(xp, xt, x)
+            first = self.unchanged_last.get(block, False)  # the block's last trial changed nothing: test that first
+            if first:
+                same = be.host(same_d) & trying
+            if not first or not (same | ~trying).all():
+                st2 = st.with_(**{block: xt})
+                if block[0] in "adq" and int(block[1:]) >= 2 and not own:
+                    own.append(layer_map(block, st, data))
+                t2 = update_terms(terms, block, st2, data, own[0] if own else None)
+                # one host copy: J_S after the step, beside it (unless synced first) whether the step left the
+                # bits unchanged, and at the block's first copy ||g||^2
+                parts = [lysep_loss(st2, data, t2)] + ([] if first else [same_d]) + ([] if g2_host else [g2_dev])
+                both = be.host(xp.concatenate(parts))
+                J, rest = both[:self.S], both[self.S:]
+                if not first:
+                    same, rest = (rest[:self.S] != 0) & trying, rest[self.S:]
+                if not g2_host:
+                    g2_host.append(rest)
             self.unchanged_trials += same
-            if (same | ~trying).all():
+            self.unchanged_last[block] = bool((same | ~trying).all())
+            if self.unchanged_last[block]:
                 return J0.copy(), (st, terms)
-            st2 = st.with_(**{block: xt})
-            if block[0] in "adq" and int(block[1:]) >= 2 and not own:
-                own.append(layer_map(block, st, data))
-            t2 = update_terms(terms, block, st2, data, own[0] if own else None)
-            J = be.host(lysep_loss(st2, data, t2))
             return np.where(same, J0, J), (st2, t2)
 
         def accept(payload, mask: np.ndarray) -> None:
@@ -431,14 +544,16 @@ class StackedIteration:
             if st2 is st:  # every trying seed's step changed nothing (all rejected unless g = 0)
                 return
             base_st, base_terms = accepted.get("state", (st, terms))
-            v = _merge(xp, mask, st2.v[block], base_st.v[block])
-            e = {k: (_merge(xp, mask, t2.e[k], base_terms.e[k]) if k in affects(block, self.L) else base_terms.e[k])
+            m = xp.asarray(mask)  # one upload an accept
+            v = _merge(xp, m, st2.v[block], base_st.v[block])
+            e = {k: (_merge(xp, m, t2.e[k], base_terms.e[k]) if k in affects(block, self.L) else base_terms.e[k])
                  for k in base_terms.e}
-            r = _merge(xp, mask, t2.r, base_terms.r)
-            accepted["state"] = (base_st.with_(**{block: v}), Terms(xp, e, r))
+            r = _merge(xp, m, t2.r, base_terms.r)
+            new = base_st.with_(**{block: v})
+            _merge_cache(xp, m, st2.cache, base_st.cache, new.cache)
+            accepted["state"] = (new, Terms(xp, e, r))
 
-        if self.s.step_rule == "backtracking":
-            g2 = be.host(_sumall(xp, g * g))
+        if backtracking:
             J, _, moved = self.rules[block].step(J0, g2, trial, accept, active)
         else:  # the paper's fixed step, always accepted
             J, payload = trial(np.full(self.S, self.s.tau), active)
@@ -449,19 +564,32 @@ class StackedIteration:
         self.J_S = np.where(moved, J, self.J_S)
         self.accepted_steps[block] += moved
 
+    def _device_step(self, steps: list, block: str, t: np.ndarray, trying: np.ndarray) -> Array:
+        """t (S,) on the device: the row of the block's step table (uploaded at its first trial) whose trying
+        seeds' steps are t's, else t uploaded."""
+        if not steps:
+            rule = self.rules.get(block) if self.s.step_rule == "backtracking" else None
+            table = _step_table(t, rule.shrink, max(rule.max_tries, 1)) if rule else t[None, :]
+            steps += [table, self.xp.asarray(table), 0]
+        table, dev, i = steps
+        steps[2] = i + 1
+        if i < len(table) and np.array_equal(table[i][trying], t[trying]):
+            return dev[i]
+        return self.xp.asarray(t)
+
     def _solve_W3(self, active: np.ndarray, with_cond: bool) -> Array:
         """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), the
         full systems or the QR-reduced ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads."""
         be, data, L = self.be, self.data, self.L
         idx = np.flatnonzero(active)
-        lam = be.host(penalty(self.terms, weights(self.st, data), L))[idx]
+        lam = penalty_of(self.st, data, self.terms)  # (S,)
         B = self.st.fit.B  # (S, M, N)
         y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
         if idx.size < self.S:
             sel = be.asarray(idx)
-            B, y = B[sel], y[sel]
-        systems = lstsq.to_host(be, B, y, lam, self.w_solve)
-        W = be.host(self.st.v[f"W{L}"]).copy()
+            B, y, lam = B[sel], y[sel], lam[sel]
+        systems = lstsq.to_host(be, B, y, lam, self.w_solve)  # one host sync: B (or R), y, lambda
+        W = np.zeros(self.st.v[f"W{L}"].shape)  # the inactive seeds' rows: _set keeps their W_L
         for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
                                                             self.workers)):
             W[s], self.last_rank[s], self.last_cond[s] = x[None, :], rank, cond
@@ -500,6 +628,13 @@ class StackedIteration:
                 self.J_S = np.where(active, J, self.J_S)
             active &= np.isfinite(self.J_S)
 
+    def network(self) -> engine.StackedParams:
+        """The stacked network [(W_l (S, out, in), b_l (S, out))] on the device, b_L as (S, 1): the arrays of
+        :meth:`params` (contiguous, as accel/pinn.stack uploads them) without a host copy."""
+        xp, v, L = self.xp, self.st.v, self.L
+        return [(xp.ascontiguousarray(v[f"W{l}"]), xp.ascontiguousarray(v[f"b{l}"] if l < L else v[f"b{L}"][:, None]))
+                for l in range(1, L + 1)]
+
     def params(self) -> list[Params]:
         L = self.L
         host = {k: self.be.host(v) for k, v in self.st.v.items() if k[0] in "Wb"}
@@ -507,11 +642,10 @@ class StackedIteration:
                 + [(host[f"W{L}"][s].copy(), np.array([host[f"b{L}"][s]]))] for s in range(self.S)]
 
 
-def pinn_J(be: Backend, params: list[Params], data: TrainingData, plan: StackedPlan) -> np.ndarray:
-    """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked)."""
-    from lysep_cli.accel.pinn import stack
-
-    fp = engine.pinn_pass(be.xp, stack(be, params), be.asarray(data.Z), plan, be.asarray(data.Y))
+def pinn_J(be: Backend, params: engine.StackedParams, data: Data, plan: StackedPlan) -> np.ndarray:
+    """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked), from the
+    stacked network on the device (:meth:`StackedIteration.network`) and the training data there."""
+    fp = engine.pinn_pass(be.xp, params, data.Z, plan, data.Y)
     return be.host(_dot(be.xp, fp.R, fp.R) / fp.R.shape[1])
 
 
@@ -542,7 +676,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
     factor = bound_factor(problem.pde, problem.d) * C
     it = StackedIteration(be, params0, ld, s, w_solve, w_workers)
-    J = pinn_J(be, it.params(), data, pinn_plan)
+    J = pinn_J(be, it.network(), ld, pinn_plan)
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = np.where(it.J_S > 0, J / it.J_S, np.nan)
     diverged_at = np.where(np.isfinite(it.J_S) & np.isfinite(J), -1, 0)
@@ -568,7 +702,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
             break
         active = running.copy()
         it.sweep(active, with_cond=k in (0, iterations - 1))
-        J = np.where(running, pinn_J(be, it.params(), data, pinn_plan), lp["J"])
+        J = np.where(running, pinn_J(be, it.network(), ld, pinn_plan), lp["J"])
         hist_JS.append(it.J_S.copy())
         hist_J.append(J.copy())
         if k == 0:

@@ -43,11 +43,12 @@ class StackedBacktracking:
         self.skip = np.zeros(self.S, dtype=np.int64)
         self.backoff = np.ones(self.S, dtype=np.int64)
 
-    def step(self, J0: np.ndarray, g2: np.ndarray, trial: StackedTrial, accept: Accept,
+    def step(self, J0: np.ndarray, g2: np.ndarray | Callable[[], np.ndarray], trial: StackedTrial, accept: Accept,
              active: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One step for every ``active`` seed (default: all): returns (J, t, accepted), each (S,): the accepted
         loss and step per seed and whether it accepted a trial, or (J0, 0, False) for a seed that accepted none
-        in ``max_tries`` (or is not active)."""
+        in ``max_tries`` (or is not active).  ``g2``: ||g||^2 (S,), or a function giving it, called once after
+        the first trial (the stacked LySep brings it to the host with that trial's J_S)."""
         trying = np.ones(self.S, dtype=bool) if active is None else active.copy()
         bm = self.backoff_max
         holding = trying & (bm > 0) & (self.skip > 0) & (self.last > 0.0)
@@ -59,6 +60,7 @@ class StackedBacktracking:
             if not trying.any():
                 break
             J, payload = trial(t, trying)
+            g2 = g2() if callable(g2) else g2
             with np.errstate(invalid="ignore"):
                 ok = trying & np.isfinite(J) & (J <= J0 - self.armijo * t * g2)
             if i == 0:  # the grown step: accepted resets the back-off, rejected holds the next steps
