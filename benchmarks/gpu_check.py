@@ -630,6 +630,58 @@ def cpu_ratio(cells: str, seeds: int, iterations: int, config: Path) -> None:
               f"every seed bit-identical to the CPU engine: {ident}", flush=True)
 
 
+def concurrent_worker(cell: str, device: str, iterations: int, start_at: float, config: Path) -> None:
+    """``--concurrent-worker``: section 8's one process: a stacked LySep of ``cell`` (NAME:LxM, 10 seeds) warmed
+    up, then ``iterations`` sweeps from the wall-clock time ``start_at`` on; prints its start and end (JSON)."""
+    name, size = cell.split(":")
+    L, M = (int(v) for v in size.split("x"))
+    spec = load_specs(config)[name]
+    be = backends.resolve(device)
+    params0 = [network.init_params(experiment_data(spec).problem.n_in, L, M, s) for s in range(10)]
+    wait = synced(be)
+    with np.errstate(all="ignore"):
+        solve_stack(be, spec, "lysep", params0, 2)
+        wait()
+        time.sleep(max(0.0, start_at - time.time()))
+        began = time.time()
+        solve_stack(be, spec, "lysep", params0, iterations)
+        wait()
+    print(json.dumps({"began": began, "ended": time.time(), "late": began - start_at}))
+
+
+def concurrent_stacks(device: str, config: Path, cell: str, iterations: int, counts: tuple[int, ...],
+                      out: Report, startup: float) -> None:
+    """Section 8: k processes, each one stack of ``cell``, at once on the device. A launch-bound stack leaves
+    the GPU idle between its kernels (section 7, benchmarks/results/launch_count.md), so independent cells
+    run side by side may fill it: sweeps per second of all k together against one process's."""
+    out(f"## 8. Several stacks at once: k processes, each a stacked LySep of {cell} (10 seeds), "
+        f"{iterations} sweeps each\n")
+    out("| processes | sweeps/s, all together | x one process | slowest process (s) | latest start after the signal (s) |")
+    out("|---:|---:|---:|---:|---:|")
+    one = None
+    for k in counts:
+        start_at = time.time() + startup
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--concurrent-worker", cell, "--device", device,
+               "--iterations", str(iterations), "--start-at", repr(start_at), "--config", str(config)]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+                 for _ in range(k)]
+        runs = []
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=startup + 120)
+            if proc.returncode:
+                raise RuntimeError(f"a worker failed: {stderr[-2000:]}")
+            runs.append(json.loads(stdout.strip().splitlines()[-1]))
+        wall = max(r["ended"] for r in runs) - min(r["began"] for r in runs)
+        rate = k * iterations / wall
+        one = rate if one is None else one
+        out(f"| {k} | {rate:.2f} | {rate / one:.2f} | {max(r['ended'] - r['began'] for r in runs):.2f} | "
+            f"{max(r['late'] for r in runs):.2f} |")
+        out.figures.setdefault("concurrent_sweeps_per_s", {})[k] = rate
+        out.flush()
+    out("\n(a worker that starts after the signal, its warm-up not done, makes the figure pessimistic: the last "
+        "column says by how much)\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--smoke", action="store_true", help="tiny sizes on NumPy (cpu-stacked): the script's own test")
@@ -642,7 +694,12 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--digest", action="store_true", help="write the archive's digest (finals, rates) and stop")
+    ap.add_argument("--concurrent-worker", help="section 8's worker process: NAME:LxM (internal)")
+    ap.add_argument("--start-at", type=float, help="section 8's worker: when to start timing (time.time())")
+    ap.add_argument("--config", type=Path, default=ROOT / "experiments.yaml", help="section 8's worker: experiments file")
     args = ap.parse_args()
+    if args.concurrent_worker:
+        return concurrent_worker(args.concurrent_worker, args.device, args.iterations, args.start_at, args.config)
     if args.digest:
         return write_digest(ROOT / "results/paper")
     if args.cpu_ratio:
@@ -696,6 +753,14 @@ def main() -> None:
             if rates:
                 failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
             failed.append(not section(out, launch_costs, be, out, args.smoke, rates))
+            left = BUDGET_S - (time.perf_counter() - started)
+            if args.smoke or left > 75:  # ~20 s a round of processes on a GPU
+                failed.append(not section(out, concurrent_stacks, device, config,
+                                          "elliptic-2d:3x6" if args.smoke else "elliptic-2d:3x30",
+                                          2 if args.smoke else 20, (1, 2) if args.smoke else (1, 4, 8), out,
+                                          5.0 if args.smoke else 20.0))
+            else:
+                out(f"## 8. Several stacks at once: not run ({left:.0f} s of the budget left)\n")
     out.flush()
     if any(failed):
         raise SystemExit(1)
