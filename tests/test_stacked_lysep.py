@@ -85,13 +85,63 @@ def test_a_seed_does_not_depend_on_its_stack():
     assert _same(alone, ten[3]) and _same(alone, backwards[6]) and not _same(ten[3], ten[4])
 
 
+JOINT = {**PAPER, "w3_b3": "joint"}
+
+
+@pytest.mark.parametrize("pde,d,solution,L,settings", [("elliptic", 2, "exp-sin", 3, JOINT),
+                                                       ("hyperbolic", 3, None, 4, JOINT),
+                                                       ("parabolic", 3, None, 2, {**JOINT, "lstsq": "basic"}),
+                                                       ("elliptic", 2, "exp-sin", 3, {**JOINT, "rcond": 1e-10}),
+                                                       ("hyperbolic", 3, None, 3,
+                                                        {"step_rule": "fixed", "tau": 1e-3, "w3_b3": "joint"})])
+def test_joint_w3_b3_is_the_cpus_per_seed_bit_for_bit(pde, d, solution, L, settings):
+    """w3_b3: joint, one least-squares solve for [W_L, b_L] per seed (w_solve "host", NumPy's default)."""
+    cpu = _check(pde, d, solution, L, settings, 6)
+    assert all(c.status == "ok" for c in cpu)
+    if settings.get("lstsq") == "basic":
+        assert cpu[0].diagnostics["W3_system_columns"] == 6 + 1
+
+
+def test_joint_w3_b3_does_not_depend_on_its_stack_and_diverges_per_seed():
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(6)]
+    params0[2] = [(W * 1e200, b) for W, b in params0[2]]
+    with np.errstate(all="ignore"):
+        alone = solve_stacked(CPU, problem, data, [params0[3]], JOINT, 5)[0]
+        six = solve_stacked(CPU, problem, data, params0, JOINT, 5)
+        backwards = solve_stacked(CPU, problem, data, params0[::-1], JOINT, 5)
+    assert _same(alone, six[3]) and _same(alone, backwards[2]) and _same(six[2], backwards[3])
+    assert (six[2].status, six[2].diverged_at) == ("diverged", 0) and six[3].status == "ok"
+    assert not _same(six[3], solve_stacked(CPU, problem, data, [params0[3]], PAPER, 5)[0])  # joint is not separate
+
+
+@pytest.mark.parametrize("L,lstsq", [(3, "min-norm"), (3, "basic"), (4, "min-norm")])
+def test_joint_w3_b3_reduced_agrees_with_host_to_round_off(L, lstsq):
+    """The QR of [B^T | K | Y] on the device ("reduced") against the full systems ("host"): the same
+    least-squares problems, so every seed's J, J_S histories within 1e-11 relative and its weights within 1e-11
+    of their largest entry over 6 sweeps (measured: at most 8.4e-13 and 6.6e-14), the same rank."""
+    problem, data = _data("elliptic", 2, "exp-sin")
+    params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(3)]
+    settings = {**JOINT, "lstsq": lstsq}
+    host = solve_stacked(CPU, problem, data, params0, settings, 6, w_solve="host")
+    red = solve_stacked(CPU, problem, data, params0, settings, 6, w_solve="reduced")
+    for h, r in zip(host, red):
+        assert r.status == h.status == "ok" and r.diagnostics["W3_solve"] == "reduced"
+        for k in ("J", "J_S"):
+            np.testing.assert_allclose(r.history[k], h.history[k], rtol=1e-11)
+        for (Wh, bh), (Wr, br) in zip(h.params, r.params):
+            np.testing.assert_allclose(Wr, Wh, rtol=0, atol=1e-11 * np.abs(Wh).max())
+            np.testing.assert_allclose(br, bh, rtol=0, atol=1e-11 * np.abs(bh).max())
+        if lstsq == "basic":
+            assert r.diagnostics["W3_system_rank_last"] == h.diagnostics["W3_system_rank_last"]
+
+
 def test_settings_it_does_not_support_are_named():
-    assert unsupported(PAPER) is None
+    assert unsupported(PAPER) is None and unsupported(JOINT) is None
     assert "frozen" in unsupported({**PAPER, "weights": "through"})
-    assert "separate" in unsupported({**PAPER, "w3_b3": "joint"})
     problem, data = _data("elliptic", 2, "exp-sin")
     with pytest.raises(ValueError):
-        solve_stacked(CPU, problem, data, [network.init_params(2, 3, 4, 0)], {**PAPER, "w3_b3": "joint"}, 2)
+        solve_stacked(CPU, problem, data, [network.init_params(2, 3, 4, 0)], {**PAPER, "weights": "through"}, 2)
 
 
 @pytest.mark.gpu

@@ -16,7 +16,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
 
-Supported settings: weights "frozen", w3_b3 "separate", lstsq "min-norm" or "basic", step_rule
+Supported settings: weights "frozen", w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
+per seed, b_L not regularised, in either ``w_solve``), lstsq "min-norm" or "basic", step_rule
 "backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
 which a stopped stack resumes bit for bit (docs/gpu.md).
 """
@@ -49,8 +50,6 @@ def unsupported(settings: Settings | dict[str, Any]) -> str | None:
     s = Settings.coerce(settings)
     if s.weights != "frozen":
         return "the stacked LySep supports weights: frozen only"
-    if s.w3_b3 != "separate":
-        return "the stacked LySep supports w3_b3: separate only"
     return None
 
 
@@ -577,23 +576,32 @@ class StackedIteration:
             return dev[i]
         return self.xp.asarray(t)
 
-    def _solve_W3(self, active: np.ndarray, with_cond: bool) -> Array:
-        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), the
-        full systems or the QR-reduced ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads."""
+    def _solve_W3(self, active: np.ndarray, with_cond: bool) -> tuple[Array, Array | None]:
+        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), or
+        with w3_b3 "joint" [B^T K; sqrt(lambda) I 0] [W_L b_L]^T = [Y; 0], the full systems or the QR-reduced
+        ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads: (W_L (S, 1, M), b_L (S,) when
+        joint, else None); the inactive seeds' rows are zeros (:meth:`_set` keeps their values)."""
         be, data, L = self.be, self.data, self.L
+        joint = self.s.w3_b3 == "joint"
         idx = np.flatnonzero(active)
         lam = penalty_of(self.st, data, self.terms)  # (S,)
         B = self.st.fit.B  # (S, M, N)
-        y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
+        if joint:
+            y = self.xp.broadcast_to(data.Y, (self.S, data.N))  # Y, (S, N)
+        else:
+            y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
         if idx.size < self.S:
             sel = be.asarray(idx)
             B, y, lam = B[sel], y[sel], lam[sel]
-        systems = lstsq.to_host(be, B, y, lam, self.w_solve)  # one host sync: B (or R), y, lambda
-        W = np.zeros(self.st.v[f"W{L}"].shape)  # the inactive seeds' rows: _set keeps their W_L
+        systems = lstsq.to_host(be, B, y, lam, self.w_solve, data.K if joint else None)  # one host sync
+        M = self.st.v[f"W{L}"].shape[2]
+        W, b = np.zeros(self.st.v[f"W{L}"].shape), np.zeros(self.S)
         for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
                                                             self.workers)):
-            W[s], self.last_rank[s], self.last_cond[s] = x[None, :], rank, cond
-        return be.asarray(W)
+            W[s], self.last_rank[s], self.last_cond[s] = x[None, :M], rank, cond
+            if joint:
+                b[s] = x[M]
+        return be.asarray(W), (be.asarray(b) if joint else None)
 
     def _solve_b(self, l: int) -> Array:
         xp, st, data = self.xp, self.st, self.data
@@ -618,7 +626,12 @@ class StackedIteration:
                 self._gradient_step(block, active)
             else:
                 if block == f"W{L}":
-                    value = self._solve_W3(active, with_cond)
+                    value, bL = self._solve_W3(active, with_cond)
+                    if bL is not None:  # joint: b_L from the same solve, set after W_L (algorithm.py's order)
+                        self._set(block, value, active)
+                        block, value = f"b{L}", bL
+                elif block == f"b{L}" and self.s.w3_b3 == "joint":
+                    continue  # set with W_L; J_S unchanged
                 elif block == f"b{L}":
                     value = self._solve_bL()
                 else:
@@ -772,7 +785,7 @@ def _result(i: int, params: Params, params0: Params, hist_J: list[float], hist_J
         "W3_system_cond_last": float(it.last_cond[i]),
         "W3_solve": it.w_solve,
         **({"W3_system_rank_first": rank_first, "W3_system_rank_last": it.last_rank[i],
-            "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size)}
+            "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size + (s.w3_b3 == "joint"))}
            if s.lstsq == "basic" else {}),
         **moves,
         "accepted_steps": {b: int(n[i]) for b, n in it.accepted_steps.items()},
