@@ -595,13 +595,12 @@ class StackedIteration:
             B, y, lam = B[sel], y[sel], lam[sel]
         systems = lstsq.to_host(be, B, y, lam, self.w_solve, data.K if joint else None)  # one host sync
         M = self.st.v[f"W{L}"].shape[2]
-        W, b = np.zeros(self.st.v[f"W{L}"].shape), np.zeros(self.S)
+        X = np.zeros((self.S, M + joint))  # [W_L, b_L] per seed; the inactive seeds' rows: _set keeps their values
         for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
                                                             self.workers)):
-            W[s], self.last_rank[s], self.last_cond[s] = x[None, :M], rank, cond
-            if joint:
-                b[s] = x[M]
-        return be.asarray(W), (be.asarray(b) if joint else None)
+            X[s], self.last_rank[s], self.last_cond[s] = x, rank, cond
+        X = be.asarray(X)  # one upload
+        return X[:, None, :M], (X[:, M] if joint else None)
 
     def _solve_b(self, l: int) -> Array:
         xp, st, data = self.xp, self.st, self.data
