@@ -16,7 +16,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
 
-Supported settings: weights "frozen", w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
+Supported settings: weights "frozen" or "through" (omega and D differentiated through: lysep_cli/accel/
+partials.py), w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
 per seed, b_L not regularised, in either ``w_solve``), lstsq "min-norm" or "basic", step_rule
 "backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
 which a stopped stack resumes bit for bit (docs/gpu.md).
@@ -30,9 +31,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq
+from lysep_cli.accel import engine, lstsq, partials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
+from lysep_cli.accel.partials import _sumall
 from lysep_cli.accel.steps import StackedBacktracking
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import ChannelPlan
@@ -43,14 +45,6 @@ from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor
 from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
 from lysep_cli.solvers.lysep.weights import theorem_constant
-
-
-def unsupported(settings: Settings | dict[str, Any]) -> str | None:
-    """Why the stacked LySep cannot run these settings, or None."""
-    s = Settings.coerce(settings)
-    if s.weights != "frozen":
-        return "the stacked LySep supports weights: frozen only"
-    return None
 
 
 @dataclass(frozen=True)
@@ -84,11 +78,6 @@ class Data:
         return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host,
                    be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
                    be.asarray(host.S))
-
-
-def _sumall(xp: Any, x: Array) -> Array:
-    """np.sum(x[s]) per seed, (S,): the pairwise sum of each seed's entries in memory order."""
-    return xp.ascontiguousarray(x).reshape(x.shape[0], -1).sum(axis=1)
 
 
 def _per_seed(x: Array, ndim: int) -> Array:
@@ -163,6 +152,7 @@ class Weights:
     rho_a: dict[int, Array]
     rho_d: dict[int, Array]
     rho_q: dict[int, Array]
+    tape: dict[int, tuple] | None = None  # the backward pass's (gT, gP, gS, gR) per layer (weights: through)
 
 
 def weights(st: State, data: Data) -> Weights:
@@ -183,7 +173,7 @@ def _weights(st: State, data: Data) -> Weights:
     for l in range(2, L):
         dh[l] = w[l][:, None] * dh[l - 1]
     gT, gP, gR = data.kj, data.hS1, data.host.k
-    rho_a, rho_d, rho_q = {}, {}, {}
+    rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
     for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
         n = nd[l]
         dhS = dh[l][:, S][:, :, None]
@@ -193,12 +183,12 @@ def _weights(st: State, data: Data) -> Weights:
         if l >= 2:
             second = second + nq[l]
         gRl = gR + xp.sum(gT * n, axis=1) + xp.sum(gP * second, axis=1)
-        rho_a[l], rho_d[l] = gRl, gS
+        rho_a[l], rho_d[l], tape[l] = gRl, gS, (gT, gP, gS, gRl)
         if l >= 2:
             rho_q[l] = gP
             wl = w[l]
             gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
-    return Weights(rho_a, rho_d, rho_q)
+    return Weights(rho_a, rho_d, rho_q, tape)
 
 
 #: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
@@ -343,7 +333,28 @@ def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
     return fit + pen
 
 
-def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
+def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode: str = "frozen") -> Array:
+    """loss.gradient per seed: dJ_S / d(block), the block's stacked shape; ``mode`` "through" adds, for the W,
+    d and q blocks, the terms through omega and D: (||W_L||^2 / N) dP/d(norm) d(norm)/d(block)."""
+    g = _frozen_gradient(block, st, data, terms, wt)
+    x, l = block[0], int(block[1:])
+    if mode != "through" or x not in "Wdq":
+        return g
+    xp, L = st.xp, st.L
+    tape = wt.tape if wt.tape is not None else st._cached(("wt", 0), lambda: _weights(st, data)).tape  # L = 3
+    wp = partials.weight_partials(xp, L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(),
+                                  {k: st.nd(k) for k in range(1, L)}, {k: st.nq(k) for k in range(2, L)}, data.Sx,
+                                  terms.E)
+    f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N (S,)
+    v = st.v[block]
+    if block == "W1":
+        return g + _per_seed(f2, 3) * v * wp.dw1[:, None, :]
+    if x == "W":
+        return g + _per_seed(f2 * wp.dw[l], 3) * v
+    return g + _per_seed(f2, 4) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[:, :, None, :]
+
+
+def _frozen_gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
     """loss.gradient (weights frozen) per seed: dJ_S / d(block), the block's stacked shape."""
     xp, L, N = st.xp, st.L, data.N
     c = 2.0 / N
@@ -410,8 +421,10 @@ def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None
     for key in (new.keys() & old.keys()) - into.keys():
         a, b = new[key], old[key]
         if isinstance(a, Weights):
+            tape = None if a.tape is None or b.tape is None else \
+                {l: tuple(pick(x, y) for x, y in zip(a.tape[l], b.tape[l])) for l in a.tape}
             into[key] = Weights(*({l: pick(x[l], y[l]) for l in x} for x, y in
-                                  ((a.rho_a, b.rho_a), (a.rho_d, b.rho_d), (a.rho_q, b.rho_q))))
+                                  ((a.rho_a, b.rho_a), (a.rho_d, b.rho_d), (a.rho_q, b.rho_q))), tape)
         elif key[0] in ("w", "w1", "nd", "nq", "paper"):
             into[key] = pick(a, b)
 
@@ -496,7 +509,7 @@ class StackedIteration:
         if self.s.step_rule == "fixed" and self.s.tau == 0.0:
             return  # FixedStep.inactive: only the closed-form updates act
         wt = weights(st, data)
-        g = gradient(block, st, data, terms, wt)
+        g = gradient(block, st, data, terms, wt, self.s.weights)
         J0 = self.J_S.copy()
         x = st.v[block]
         own: list = []
@@ -677,9 +690,6 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     device's default, "host" on NumPy, "reduced" on CuPy), recorded as ``diagnostics.W3_solve``;
     ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed)."""
     s = Settings.coerce(settings)
-    why = unsupported(s)
-    if why:
-        raise ValueError(why)
     xp = be.xp
     ld = Data.of(be, data)
     host = ld.host
