@@ -4,7 +4,10 @@ diagnostic but the timing — and a seed's run does not depend on the other seed
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,6 +168,25 @@ def test_weights_through_does_not_depend_on_its_stack_and_differs_from_frozen():
     assert not np.array_equal(alone.history["J_S"], frozen.history["J_S"])
 
 
+def test_the_device_branches_run_joint_and_through_with_the_numpy_bits():
+    """Through benchmarks/launch_count.py's counting namespace (not named "numpy": the engine takes its CuPy
+    branches, its kernels emulated by their NumPy operations), w3_b3 joint and weights through with the W_L
+    solve "reduced" (CuPy's default) give the NumPy namespace's run bit for bit."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks/launch_count.py"
+    lc = sys.modules.get("launch_count")
+    if lc is None:
+        spec = importlib.util.spec_from_file_location("launch_count", path)
+        lc = sys.modules["launch_count"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(lc)
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
+    settings = {**THROUGH, "w3_b3": "joint"}
+    with lc.counting() as tally:
+        counted = solve_stacked(lc.COUNTING, problem, data, params0, settings, 4, w_solve="reduced")
+    plain = solve_stacked(CPU, problem, data, params0, settings, 4, w_solve="reduced")
+    assert all(_same(a, b) for a, b in zip(counted, plain)) and tally.totals()["launch"] > 0
+
+
 @pytest.mark.gpu
 def test_gpu_lysep_stack_is_seed_order_independent_and_near_the_cpu():
     try:
@@ -200,7 +222,7 @@ class _MemoryCheckpoint:
         self.saves += 1
 
 
-@pytest.mark.parametrize("settings", [PAPER, {**PAPER, "backoff_max": 4}])
+@pytest.mark.parametrize("settings", [PAPER, {**PAPER, "backoff_max": 4}, {**THROUGH, "w3_b3": "joint"}])
 def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings):
     """Stopped after sweep 4 (KeyboardInterrupt from progress, as a Ctrl-C), resumed twice over: every seed's
     result is the uninterrupted stack's, a seed diverged before the stop included."""
