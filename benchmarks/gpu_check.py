@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))  # lysep need not be installed
 import lysep_cli  # noqa: E402,F401  first: it pins the BLAS kernel before NumPy loads (lysep_cli.platform_pin)
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
@@ -220,6 +221,37 @@ def check_exactness(be: backends.Backend, spec: ExperimentSpec, M: int, out: Rep
             f"difference of J over the history **{rel:.2e}**, bit-identical: **{identical}**")
         out.figures["exact"][solver] = {"seed_order_independent": order, "max_rel_J_vs_cpu": rel,
                                         "bit_identical_to_cpu": identical}
+    out("")
+
+
+#: LySep settings of our own (docs/lysep.md), checked and timed on the device beside the paper's (section 2b)
+OWN_SETTINGS = {"w3_b3: joint": {"w3_b3": "joint"}, "weights: through": {"weights": "through"},
+                "both": {"w3_b3": "joint", "weights": "through"}}
+
+
+def own_settings(be: backends.Backend, spec: ExperimentSpec, M: int, out: Report, smoke: bool) -> None:
+    """Section 2b: w3_b3 joint and weights through on the device (their CPU tests: tests/test_stacked_lysep.py):
+    seed 3 alone against a stack of 10, bit for bit; seed 3 against the CPU engine (largest relative J
+    difference); s/sweep of the stack of 10 against the paper's settings, the same cell."""
+    out(f"## 2b. LySep settings of our own on the device, {spec.name} (3,{M}), 10 seeds stacked\n")
+    out("| settings | alone == in the stack | max rel J vs CPU, seed 3 | s/sweep | / paper's settings |")
+    out("|---|---|---:|---:|---:|")
+    sweeps = 2 if smoke else 5
+    params0 = [network.init_params(experiment_data(spec).problem.n_in, 3, M, s) for s in range(10)]
+    base = stack_rate(be, spec, "lysep", 3, M, list(range(10)), sweeps)
+    for name, change in OWN_SETTINGS.items():
+        own = dataclasses.replace(spec, solvers={**spec.solvers, "lysep": dataclasses.replace(
+            algorithm.Settings.coerce(spec.solvers["lysep"]), **change)})
+        ten = solve_stack(be, own, "lysep", params0, sweeps)
+        alone = solve_stack(be, own, "lysep", [params0[3]], sweeps)[0]
+        with threadpool_limits(limits=1):
+            cpu = solve_cpu(own, "lysep", params0[3], sweeps)
+        rel = float(np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.abs(cpu.history["J"])))
+        rate = stack_rate(be, own, "lysep", 3, M, list(range(10)), sweeps)
+        out(f"| {name} | **{same(alone, ten[3])}** | {rel:.2e} | {rate:.3e} | {rate / base:.2f} |")
+        out.figures.setdefault("own_settings", {})[name] = {"seed_order_independent": same(alone, ten[3]),
+                                                            "max_rel_J_vs_cpu": rel, "s_per_sweep": rate,
+                                                            "over_paper_settings": rate / base}
     out("")
 
 
@@ -737,6 +769,7 @@ def main() -> None:
             first = next(iter(specs.values()))
             archive_r = archive_rates(ROOT / "results/paper" if archive == DIGEST_FINALS else archive, list(specs))
             failed = [not section(out, check_exactness, be, first, first.sizes[0][1], out, args.smoke)]
+            failed.append(not section(out, own_settings, be, first, first.sizes[0][1], out, args.smoke))
             rates: dict = {}
             its, cpu_its = ({"pinn": 3, "lysep": 2}, {"pinn": 1, "lysep": 1}) if args.smoke else \
                 ({"pinn": 20, "lysep": 5}, {"pinn": 3, "lysep": 2})

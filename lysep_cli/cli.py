@@ -167,7 +167,7 @@ def run(
     target = cluster.resolve_target(scheduler, scheduler_file)
     req = SweepRequest(spec, solvers, size_list, specs.parse_seeds(seeds, spec),
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
-                       target, connect_timeout, opt.device(device, solvers, jobs, target, spec))
+                       target, connect_timeout, opt.device(device, solvers, jobs, target))
     opt.writable_dir(results, "--results")
     if same_numerics:
         opt.same_numerics(results, spec.name)

@@ -316,13 +316,12 @@ def _existing_parent(path: Path, option: str) -> Path:
     return parent
 
 
-def device(name: str, solvers: list[str], jobs: int, target: Any, spec: ExperimentSpec) -> str:
+def device(name: str, solvers: list[str], jobs: int, target: Any) -> str:
     """``--device``: cpu, or a stacked device (cpu-stacked, cuda; docs/gpu.md) for solvers it runs (stacked, or
-    on the host) with settings it supports, in this process (not with --jobs) or on dask workers
+    on the host; LySep with any of its settings), in this process (not with --jobs) or on dask workers
     (``target``).  It must run here, but for a scheduler's workers, which are checked when lysep connects
     (lysep_cli/execution/cluster.py); ``cuda`` not on a LocalCluster (its workers would share one GPU)."""
     from lysep_cli.accel import backend
-    from lysep_cli.accel.lysep import unsupported
 
     if name == "cpu":
         return name
@@ -333,9 +332,6 @@ def device(name: str, solvers: list[str], jobs: int, target: Any, spec: Experime
         raise BadInput(f"--device {name} runs {', '.join(backend.STACKED_SOLVERS)} (stacked) and "
                        f"{', '.join(backend.HOST_SOLVERS)} (on the host), not {', '.join(other)}: choose "
                        "--solver among those, or --device cpu")
-    why = unsupported(spec.solvers["lysep"]) if "lysep" in solvers else None
-    if why:
-        raise BadInput(f"--device {name}: {why} ({spec.name}'s lysep settings); use --device cpu")
     if jobs > 1 and target is None:
         raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs (cells on "
                        "several workers: --scheduler, docs/gpu.md)")

@@ -18,7 +18,7 @@ cli = CliRunner()
 YAML = experiments_yaml(
     experiment_yaml("elliptic-2d", {"pinn": PINN, "rfls": "{}", "lysep": LYSEP, "pinn-adam": "{}"}, table=1,
                     sizes=[[3, 6]], iterations=6, seeds=[0, 1, 2]),
-    experiment_yaml("hyperbolic-5d", {"lysep": "{weights: through}"}, table=4, pde="hyperbolic", d=3,
+    experiment_yaml("hyperbolic-5d", {"lysep": "{tau: 1.0e-3, weights: through, w3_b3: joint}"}, table=4, pde="hyperbolic", d=3,
                     solution=None, sizes=[[3, 5]], n_train=40, n_test=20, iterations=3, seeds=[0]))
 
 
@@ -72,13 +72,19 @@ def test_device_bad_input_exit_2_nothing_written(tiny, extra, needle):
     assert not results.exists()
 
 
-def test_lysep_settings_the_stacked_engine_lacks_are_refused(tiny):
+def test_lysep_settings_of_our_own_run_stacked_with_the_cpu_engines_networks(tiny, tmp_path):
+    """weights: through and w3_b3: joint (once refused by the stacked devices): the CPU engine's networks."""
     config, results = tiny
-    result = cli.invoke(app, ["run", "hyperbolic-5d", "--solver", "lysep", "--device", "cpu-stacked", "--config",
-                              str(config), "--results", str(results)])
-    assert result.exit_code == 2, result.output
-    assert "weights: frozen only" in result.stderr and len(result.stderr.strip().splitlines()) == 1
-    assert not results.exists()
+    args = ["run", "hyperbolic-5d", "--solver", "lysep", "--config", str(config)]
+    stacked = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
+    assert stacked.exit_code == 0, stacked.output
+    plain = cli.invoke(app, args + ["--results", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    got, want = _records(results), _records(tmp_path / "plain")
+    assert sorted(got) == sorted(want) and len(got) == 1
+    for name, rec in got.items():
+        assert rec["weights_sha256"] == want[name]["weights_sha256"] and rec["final"] == want[name]["final"]
+        assert rec["versions"]["device"] == "cpu-stacked" and rec["status"] == "ok"
 
 
 def test_cuda_without_cupy_is_one_line_exit_2(tiny, no_cupy):

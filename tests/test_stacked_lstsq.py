@@ -95,6 +95,29 @@ def test_reduced_rank_deficient_same_min_norm_x_and_J(lam):
         assert abs(_J(B[s], y[s], lam, xr) - _J(B[s], y[s], lam, xf)) <= 1e-12 * _J(B[s], y[s], lam, xf)
 
 
+@pytest.mark.parametrize("lam", [0.0, 0.3])
+def test_joint_systems_host_is_np_block_and_reduced_agrees(lam):
+    """w3_b3 joint: [B^T K; sqrt(lambda) I 0] x = [y; 0], b_L's column K not regularised.  "host" solves
+    updates.solve_W3's np.block system bit for bit (gelsy and basic); "reduced" (R of [B^T | K | y], k = M + 2
+    rows) the same x to 1e-12 and the same rank; lambda's rows touch x[:M] only (J of the joint system)."""
+    B, y = _systems(3, 300, 12, seed=5)
+    K = np.random.default_rng(6).normal(size=300)
+    lams = np.full(3, lam)
+    host = lstsq.to_host(CPU, B, y, lams, "host", K)
+    red = lstsq.to_host(CPU, B, y, lams, "reduced", K)
+    assert host.top.shape == (3, 300, 13) and red.top.shape == (3, 14, 13) and host.reg == red.reg == 12
+    for how in ("min-norm", "basic"):
+        full, small = lstsq.solve_all(host, how, None, True), lstsq.solve_all(red, how, None, True)
+        for s, ((xf, rf, cf), (xr, rr, cr)) in enumerate(zip(full, small)):
+            A = np.block([[B[s].T, K[:, None]], [np.sqrt(lam) * np.eye(12), np.zeros((12, 1))]])
+            c = np.concatenate([y[s], np.zeros(12)])
+            want = (basic_lstsq(A, c)[0] if how == "basic"
+                    else scipy.linalg.lstsq(A, c, lapack_driver="gelsy")[0])
+            assert np.array_equal(xf, want) and xf.shape == (13,)
+            assert np.linalg.norm(xr - xf) <= 1e-12 * np.linalg.norm(xf)
+            assert rf == rr and abs(cr - cf) <= 1e-12 * cf and cf == np.linalg.cond(A)
+
+
 def test_basic_keeps_the_full_systems_rank_rule():
     """A column of norm 100 eps |R(1,1)|: Matlab's tolerance max(N + M, M) eps |R(1,1)| = 420 eps |R(1,1)| of
     the full (410 + 10) x 10 system drops it; that of the reduced 20 x 10 system alone (20 eps) would keep it."""

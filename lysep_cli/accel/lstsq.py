@@ -20,6 +20,13 @@ For each seed s (updates.solve_W3, transposed):
   number); only R, (S, k, M + 1) doubles, comes to the host, where each seed's small system is solved by
   the same routine.  Matlab's rank rule keeps the full system's size: tol = max(N + M, M) eps |R(1,1)|.
 
+With ``w3_b3: joint`` (updates.solve_W3, joint) the unknown is x = [W_L, b_L]^T and b_L is not regularised:
+
+    A = [B^T K; sqrt(lambda) I 0]  ((N + M) x (M + 1)),   c = [Y; 0],
+
+the same two modes with [B^T | K] for B^T and Y for y ("reduced": R = qr([B^T | K | Y]), (S, N, M + 2) ->
+(S, min(N, M + 2), M + 2)); the regularisation rows cover W_L's M columns only.
+
 The per-seed host solves run on a thread pool over the seeds (each call single-threaded under the caller's
 threadpoolctl limit, as the runner sets it): the same calls on the same arrays as the serial loop, so the
 same bits.  scipy's f2py wrapper of gelsy holds the GIL for the whole LAPACK call (measured: a thread's
@@ -64,13 +71,16 @@ def default_workers(seeds: int) -> int:
 
 @dataclass(frozen=True)
 class Systems:
-    """The host's part of the W_L systems of n seeds: top (n, k, M) (B^T, or R_11), y (n, k) (Y - K b_L, or
-    r_12), lam (n,) (lambda), and ``rows``, the full system's row count N + M (Matlab's rank rule)."""
+    """The host's part of the W_L systems of n seeds: top (n, k, C) (B^T, [B^T | K] when joint, or R_11), y
+    (n, k) (Y - K b_L, Y when joint, or r_12), lam (n,) (lambda), ``rows``, the full system's row count
+    N + M (Matlab's rank rule), and ``reg``, the M leading columns (W_L's) that sqrt(lambda) I regularises
+    (C = M, or M + 1 when joint: b_L's column is not regularised)."""
 
     top: np.ndarray
     y: np.ndarray
     lam: np.ndarray
     rows: int
+    reg: int
 
 
 def reduce(xp: Any, Bt: Array, y: Array) -> Array:
@@ -79,18 +89,22 @@ def reduce(xp: Any, Bt: Array, y: Array) -> Array:
     return xp.linalg.qr(xp.concatenate([Bt, y[:, :, None]], axis=2), mode="r")
 
 
-def to_host(be: Backend, B: Array, y: Array, lam: Array, w_solve: str) -> Systems:
-    """The W_L systems of the seeds of B (n, M, N), y = Y - K b_L (n, N) and lambda (n,) (device arrays) on
-    the host, in the form ``w_solve`` solves them (module docstring): one device->host copy of them all."""
+def to_host(be: Backend, B: Array, y: Array, lam: Array, w_solve: str, K: Array | None = None) -> Systems:
+    """The W_L systems of the seeds of B (n, M, N), y (n, N) (Y - K b_L; Y when joint) and lambda (n,) (device
+    arrays) on the host, in the form ``w_solve`` solves them (module docstring): one device->host copy of them
+    all.  ``K`` (N,) (on the device): the joint solve's b_L column, appended to B^T's columns."""
     xp, n, M, N = be.xp, B.shape[0], B.shape[1], B.shape[2]
+    if K is not None:  # [B^T | K]^T = [B; K^T], (n, M + 1, N)
+        B = xp.concatenate([B, xp.broadcast_to(K, (n, 1, N))], axis=1)
+    C = B.shape[1]
     if w_solve == "host":
-        flat = be.host(xp.concatenate([B.reshape(n, M * N), y, lam[:, None]], axis=1))
-        return Systems(flat[:, :M * N].reshape(n, M, N).transpose(0, 2, 1), flat[:, M * N:-1], flat[:, -1], N + M)
+        flat = be.host(xp.concatenate([B.reshape(n, C * N), y, lam[:, None]], axis=1))
+        return Systems(flat[:, :C * N].reshape(n, C, N).transpose(0, 2, 1), flat[:, C * N:-1], flat[:, -1], N + M, M)
     R = reduce(xp, xp.swapaxes(B, 1, 2), y)
     k = R.shape[1]
-    flat = be.host(xp.concatenate([R.reshape(n, k * (M + 1)), lam[:, None]], axis=1))
-    R = flat[:, :-1].reshape(n, k, M + 1)
-    return Systems(R[:, :, :M], R[:, :, M], flat[:, -1], N + M)
+    flat = be.host(xp.concatenate([R.reshape(n, k * (C + 1)), lam[:, None]], axis=1))
+    R = flat[:, :-1].reshape(n, k, C + 1)
+    return Systems(R[:, :, :C], R[:, :, C], flat[:, -1], N + M, M)
 
 
 @lru_cache(maxsize=1)
@@ -145,11 +159,13 @@ def basic_solve(A: np.ndarray, c: np.ndarray, rows: int) -> tuple[np.ndarray, in
 
 
 def solve_one(top: np.ndarray, y: np.ndarray, lam: float, rows: int, lstsq: str, rcond: float | None,
-              with_cond: bool) -> tuple[np.ndarray, int | None, float]:
-    """One seed's [top; sqrt(lambda) I] x = [y; 0] (top (k, M), y (k,)) as updates.solve_W3 solves it:
-    (x (M,), rank (lstsq "basic" only, else None), the system's 2-norm condition number or nan)."""
-    M = top.shape[1]
-    A = np.vstack([top, np.sqrt(lam) * np.eye(M)])
+              with_cond: bool, reg: int | None = None) -> tuple[np.ndarray, int | None, float]:
+    """One seed's [top; sqrt(lambda) I 0] x = [y; 0] (top (k, C), y (k,); I (reg, reg), the zero block
+    (reg, C - reg); reg None: C) as updates.solve_W3 solves it (joint: np.block's A, the same entries):
+    (x (C,), rank (lstsq "basic" only, else None), the system's 2-norm condition number or nan)."""
+    C = top.shape[1]
+    M = C if reg is None else reg
+    A = np.vstack([top, np.hstack([np.sqrt(lam) * np.eye(M), np.zeros((M, C - M))])])
     c = np.concatenate([y, np.zeros(M)])
     rank = None
     if lstsq == "basic":
@@ -163,7 +179,7 @@ def solve_all(sys: Systems, lstsq: str, rcond: float | None, with_cond: bool,
               workers: int = 1) -> list[tuple[np.ndarray, int | None, float]]:
     """:func:`solve_one` for every seed of ``sys``, in order, on ``workers`` threads (1: the serial loop)."""
     def one(i: int) -> tuple[np.ndarray, int | None, float]:
-        return solve_one(sys.top[i], sys.y[i], sys.lam[i], sys.rows, lstsq, rcond, with_cond)
+        return solve_one(sys.top[i], sys.y[i], sys.lam[i], sys.rows, lstsq, rcond, with_cond, sys.reg)
 
     n = sys.top.shape[0]
     if workers <= 1 or n <= 1:

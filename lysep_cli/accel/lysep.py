@@ -16,7 +16,9 @@ step sizes).  Per seed, the decisions are the CPU solver's:
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
 
-Supported settings: weights "frozen", w3_b3 "separate", lstsq "min-norm" or "basic", step_rule
+Supported settings: weights "frozen" or "through" (omega and D differentiated through: lysep_cli/accel/
+partials.py), w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
+per seed, b_L not regularised, in either ``w_solve``), lstsq "min-norm" or "basic", step_rule
 "backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
 which a stopped stack resumes bit for bit (docs/gpu.md).
 """
@@ -29,9 +31,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq
+from lysep_cli.accel import engine, lstsq, partials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
+from lysep_cli.accel.partials import _sumall
 from lysep_cli.accel.steps import StackedBacktracking
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import ChannelPlan
@@ -42,16 +45,6 @@ from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor
 from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
 from lysep_cli.solvers.lysep.weights import theorem_constant
-
-
-def unsupported(settings: Settings | dict[str, Any]) -> str | None:
-    """Why the stacked LySep cannot run these settings, or None."""
-    s = Settings.coerce(settings)
-    if s.weights != "frozen":
-        return "the stacked LySep supports weights: frozen only"
-    if s.w3_b3 != "separate":
-        return "the stacked LySep supports w3_b3: separate only"
-    return None
 
 
 @dataclass(frozen=True)
@@ -85,11 +78,6 @@ class Data:
         return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host,
                    be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
                    be.asarray(host.S))
-
-
-def _sumall(xp: Any, x: Array) -> Array:
-    """np.sum(x[s]) per seed, (S,): the pairwise sum of each seed's entries in memory order."""
-    return xp.ascontiguousarray(x).reshape(x.shape[0], -1).sum(axis=1)
 
 
 def _per_seed(x: Array, ndim: int) -> Array:
@@ -164,6 +152,7 @@ class Weights:
     rho_a: dict[int, Array]
     rho_d: dict[int, Array]
     rho_q: dict[int, Array]
+    tape: dict[int, tuple] | None = None  # the backward pass's (gT, gP, gS, gR) per layer (weights: through)
 
 
 def weights(st: State, data: Data) -> Weights:
@@ -184,7 +173,7 @@ def _weights(st: State, data: Data) -> Weights:
     for l in range(2, L):
         dh[l] = w[l][:, None] * dh[l - 1]
     gT, gP, gR = data.kj, data.hS1, data.host.k
-    rho_a, rho_d, rho_q = {}, {}, {}
+    rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
     for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
         n = nd[l]
         dhS = dh[l][:, S][:, :, None]
@@ -194,12 +183,12 @@ def _weights(st: State, data: Data) -> Weights:
         if l >= 2:
             second = second + nq[l]
         gRl = gR + xp.sum(gT * n, axis=1) + xp.sum(gP * second, axis=1)
-        rho_a[l], rho_d[l] = gRl, gS
+        rho_a[l], rho_d[l], tape[l] = gRl, gS, (gT, gP, gS, gRl)
         if l >= 2:
             rho_q[l] = gP
             wl = w[l]
             gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
-    return Weights(rho_a, rho_d, rho_q)
+    return Weights(rho_a, rho_d, rho_q, tape)
 
 
 #: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
@@ -344,7 +333,28 @@ def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
     return fit + pen
 
 
-def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
+def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode: str = "frozen") -> Array:
+    """loss.gradient per seed: dJ_S / d(block), the block's stacked shape; ``mode`` "through" adds, for the W,
+    d and q blocks, the terms through omega and D: (||W_L||^2 / N) dP/d(norm) d(norm)/d(block)."""
+    g = _frozen_gradient(block, st, data, terms, wt)
+    x, l = block[0], int(block[1:])
+    if mode != "through" or x not in "Wdq":
+        return g
+    xp, L = st.xp, st.L
+    tape = wt.tape if wt.tape is not None else st._cached(("wt", 0), lambda: _weights(st, data)).tape  # L = 3
+    wp = partials.weight_partials(xp, L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(),
+                                  {k: st.nd(k) for k in range(1, L)}, {k: st.nq(k) for k in range(2, L)}, data.Sx,
+                                  terms.E)
+    f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N (S,)
+    v = st.v[block]
+    if block == "W1":
+        return g + _per_seed(f2, 3) * v * wp.dw1[:, None, :]
+    if x == "W":
+        return g + _per_seed(f2 * wp.dw[l], 3) * v
+    return g + _per_seed(f2, 4) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[:, :, None, :]
+
+
+def _frozen_gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
     """loss.gradient (weights frozen) per seed: dJ_S / d(block), the block's stacked shape."""
     xp, L, N = st.xp, st.L, data.N
     c = 2.0 / N
@@ -411,8 +421,10 @@ def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None
     for key in (new.keys() & old.keys()) - into.keys():
         a, b = new[key], old[key]
         if isinstance(a, Weights):
+            tape = None if a.tape is None or b.tape is None else \
+                {l: tuple(pick(x, y) for x, y in zip(a.tape[l], b.tape[l])) for l in a.tape}
             into[key] = Weights(*({l: pick(x[l], y[l]) for l in x} for x, y in
-                                  ((a.rho_a, b.rho_a), (a.rho_d, b.rho_d), (a.rho_q, b.rho_q))))
+                                  ((a.rho_a, b.rho_a), (a.rho_d, b.rho_d), (a.rho_q, b.rho_q))), tape)
         elif key[0] in ("w", "w1", "nd", "nq", "paper"):
             into[key] = pick(a, b)
 
@@ -497,7 +509,7 @@ class StackedIteration:
         if self.s.step_rule == "fixed" and self.s.tau == 0.0:
             return  # FixedStep.inactive: only the closed-form updates act
         wt = weights(st, data)
-        g = gradient(block, st, data, terms, wt)
+        g = gradient(block, st, data, terms, wt, self.s.weights)
         J0 = self.J_S.copy()
         x = st.v[block]
         own: list = []
@@ -577,23 +589,31 @@ class StackedIteration:
             return dev[i]
         return self.xp.asarray(t)
 
-    def _solve_W3(self, active: np.ndarray, with_cond: bool) -> Array:
-        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), the
-        full systems or the QR-reduced ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads."""
+    def _solve_W3(self, active: np.ndarray, with_cond: bool) -> tuple[Array, Array | None]:
+        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), or
+        with w3_b3 "joint" [B^T K; sqrt(lambda) I 0] [W_L b_L]^T = [Y; 0], the full systems or the QR-reduced
+        ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads: (W_L (S, 1, M), b_L (S,) when
+        joint, else None); the inactive seeds' rows are zeros (:meth:`_set` keeps their values)."""
         be, data, L = self.be, self.data, self.L
+        joint = self.s.w3_b3 == "joint"
         idx = np.flatnonzero(active)
         lam = penalty_of(self.st, data, self.terms)  # (S,)
         B = self.st.fit.B  # (S, M, N)
-        y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
+        if joint:
+            y = self.xp.broadcast_to(data.Y, (self.S, data.N))  # Y, (S, N)
+        else:
+            y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
         if idx.size < self.S:
             sel = be.asarray(idx)
             B, y, lam = B[sel], y[sel], lam[sel]
-        systems = lstsq.to_host(be, B, y, lam, self.w_solve)  # one host sync: B (or R), y, lambda
-        W = np.zeros(self.st.v[f"W{L}"].shape)  # the inactive seeds' rows: _set keeps their W_L
+        systems = lstsq.to_host(be, B, y, lam, self.w_solve, data.K if joint else None)  # one host sync
+        M = self.st.v[f"W{L}"].shape[2]
+        X = np.zeros((self.S, M + joint))  # [W_L, b_L] per seed; the inactive seeds' rows: _set keeps their values
         for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
                                                             self.workers)):
-            W[s], self.last_rank[s], self.last_cond[s] = x[None, :], rank, cond
-        return be.asarray(W)
+            X[s], self.last_rank[s], self.last_cond[s] = x, rank, cond
+        X = be.asarray(X)  # one upload
+        return X[:, None, :M], (X[:, M] if joint else None)
 
     def _solve_b(self, l: int) -> Array:
         xp, st, data = self.xp, self.st, self.data
@@ -618,7 +638,12 @@ class StackedIteration:
                 self._gradient_step(block, active)
             else:
                 if block == f"W{L}":
-                    value = self._solve_W3(active, with_cond)
+                    value, bL = self._solve_W3(active, with_cond)
+                    if bL is not None:  # joint: b_L from the same solve, set after W_L (algorithm.py's order)
+                        self._set(block, value, active)
+                        block, value = f"b{L}", bL
+                elif block == f"b{L}" and self.s.w3_b3 == "joint":
+                    continue  # set with W_L; J_S unchanged
                 elif block == f"b{L}":
                     value = self._solve_bL()
                 else:
@@ -665,9 +690,6 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     device's default, "host" on NumPy, "reduced" on CuPy), recorded as ``diagnostics.W3_solve``;
     ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed)."""
     s = Settings.coerce(settings)
-    why = unsupported(s)
-    if why:
-        raise ValueError(why)
     xp = be.xp
     ld = Data.of(be, data)
     host = ld.host
@@ -772,7 +794,7 @@ def _result(i: int, params: Params, params0: Params, hist_J: list[float], hist_J
         "W3_system_cond_last": float(it.last_cond[i]),
         "W3_solve": it.w_solve,
         **({"W3_system_rank_first": rank_first, "W3_system_rank_last": it.last_rank[i],
-            "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size)}
+            "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size + (s.w3_b3 == "joint"))}
            if s.lstsq == "basic" else {}),
         **moves,
         "accepted_steps": {b: int(n[i]) for b, n in it.accepted_steps.items()},
