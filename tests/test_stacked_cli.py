@@ -32,18 +32,24 @@ def _records(results) -> dict[str, dict]:
             if "seed" in p.name}
 
 
+def _stacked_and_plain(args: list[str], results, plain) -> tuple[dict, dict]:
+    """``lysep run ARGS`` with ``--device cpu-stacked`` into ``results`` and with the default device into
+    ``plain``: (the stacked records, the plain ones), by file name; both runs exit 0."""
+    stacked = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
+    assert stacked.exit_code == 0, stacked.output
+    assert "device cpu-stacked" in stacked.stderr
+    default = cli.invoke(app, args + ["--results", str(plain)])
+    assert default.exit_code == 0, default.output
+    return _records(results), _records(plain)
+
+
 def test_cpu_stacked_writes_the_cpu_engines_records_with_its_own_fingerprint(tiny, tmp_path):
     """PINN and LySep on cpu-stacked: the same trained networks and histories as --device cpu (weights_sha256
     hashes both), the same finals and bound; the fingerprint naming the device, the array library and the
     stacked numerics id; rfls on the host."""
     config, results = tiny
     args = ["run", "elliptic-2d", "--solver", "pinn,lysep,rfls", "--config", str(config)]
-    stacked = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
-    assert stacked.exit_code == 0, stacked.output
-    assert "device cpu-stacked" in stacked.stderr
-    plain = cli.invoke(app, args + ["--results", str(tmp_path / "plain")])
-    assert plain.exit_code == 0, plain.output
-    got, want = _records(results), _records(tmp_path / "plain")
+    got, want = _stacked_and_plain(args, results, tmp_path / "plain")
     assert sorted(got) == sorted(want) and len(got) == 9
     for name, rec in got.items():
         assert rec["weights_sha256"] == want[name]["weights_sha256"] and rec["final"] == want[name]["final"]
@@ -76,11 +82,7 @@ def test_lysep_settings_of_our_own_run_stacked_with_the_cpu_engines_networks(tin
     """weights: through and w3_b3: joint (once refused by the stacked devices): the CPU engine's networks."""
     config, results = tiny
     args = ["run", "hyperbolic-5d", "--solver", "lysep", "--config", str(config)]
-    stacked = cli.invoke(app, args + ["--results", str(results), "--device", "cpu-stacked"])
-    assert stacked.exit_code == 0, stacked.output
-    plain = cli.invoke(app, args + ["--results", str(tmp_path / "plain")])
-    assert plain.exit_code == 0, plain.output
-    got, want = _records(results), _records(tmp_path / "plain")
+    got, want = _stacked_and_plain(args, results, tmp_path / "plain")
     assert sorted(got) == sorted(want) and len(got) == 1
     for name, rec in got.items():
         assert rec["weights_sha256"] == want[name]["weights_sha256"] and rec["final"] == want[name]["final"]

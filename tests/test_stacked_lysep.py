@@ -42,6 +42,13 @@ def _same(a, b) -> bool:
             == json.dumps({k: v for k, v in b.diagnostics.items() if k not in timing}))
 
 
+def _orders(problem, data, params0, settings, sweeps: int, seed: int = 3) -> tuple:
+    """(seed ``seed`` alone, the stack of ``params0``, the reversed stack): the runs seed-order tests compare."""
+    alone = solve_stacked(CPU, problem, data, [params0[seed]], settings, sweeps)[0]
+    return (alone, solve_stacked(CPU, problem, data, params0, settings, sweeps),
+            solve_stacked(CPU, problem, data, params0[::-1], settings, sweeps))
+
+
 def _check(pde, d, solution, L, settings, sweeps, seeds=3, change=None):
     problem, data = _data(pde, d, solution)
     params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(seeds)]
@@ -82,9 +89,7 @@ def test_divergence_is_decided_per_seed_within_the_sweep():
 def test_a_seed_does_not_depend_on_its_stack():
     problem, data = _data("hyperbolic", 3, None)
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)]
-    alone = solve_stacked(CPU, problem, data, [params0[3]], PAPER, 6)[0]
-    ten = solve_stacked(CPU, problem, data, params0, PAPER, 6)
-    backwards = solve_stacked(CPU, problem, data, params0[::-1], PAPER, 6)
+    alone, ten, backwards = _orders(problem, data, params0, PAPER, 6)
     assert _same(alone, ten[3]) and _same(alone, backwards[6]) and not _same(ten[3], ten[4])
 
 
@@ -110,9 +115,7 @@ def test_joint_w3_b3_does_not_depend_on_its_stack_and_diverges_per_seed():
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(6)]
     params0[2] = [(W * 1e200, b) for W, b in params0[2]]
     with np.errstate(all="ignore"):
-        alone = solve_stacked(CPU, problem, data, [params0[3]], JOINT, 5)[0]
-        six = solve_stacked(CPU, problem, data, params0, JOINT, 5)
-        backwards = solve_stacked(CPU, problem, data, params0[::-1], JOINT, 5)
+        alone, six, backwards = _orders(problem, data, params0, JOINT, 5)
     assert _same(alone, six[3]) and _same(alone, backwards[2]) and _same(six[2], backwards[3])
     assert (six[2].status, six[2].diverged_at) == ("diverged", 0) and six[3].status == "ok"
     assert not _same(six[3], solve_stacked(CPU, problem, data, [params0[3]], PAPER, 5)[0])  # joint is not separate
@@ -160,9 +163,7 @@ def test_weights_through_is_the_cpus_per_seed_bit_for_bit(pde, d, solution, L, s
 def test_weights_through_does_not_depend_on_its_stack_and_differs_from_frozen():
     problem, data = _data("parabolic", 3, None)
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(6)]
-    alone = solve_stacked(CPU, problem, data, [params0[3]], THROUGH, 5)[0]
-    six = solve_stacked(CPU, problem, data, params0, THROUGH, 5)
-    backwards = solve_stacked(CPU, problem, data, params0[::-1], THROUGH, 5)
+    alone, six, backwards = _orders(problem, data, params0, THROUGH, 5)
     assert _same(alone, six[3]) and _same(alone, backwards[2]) and not _same(six[3], six[4])
     frozen = solve_stacked(CPU, problem, data, [params0[3]], {**THROUGH, "weights": "frozen"}, 5)[0]
     assert not np.array_equal(alone.history["J_S"], frozen.history["J_S"])
