@@ -12,6 +12,9 @@ runs the same cells in this process — here (``--device``, no scheduler) and as
 that worker, in ``--repeats`` alternating rounds, each way after a warm-up run of the same cells (CuPy
 compiles its kernels once per process) — and checks that both write the same records (weights and
 histories byte for byte, finals, fingerprint with the device, array library, GPU model and CUDA runtime).
+Then once more with ``--scheduler local:N`` (``--local``, default 2: a LocalCluster whose workers take the
+machine's GPUs round-robin, so on one GPU they share it; lysep_cli/execution/local_share.py): its records
+must be the same too; its wall time includes starting the cluster and each worker's kernel compilation.
 Figures: the wall time of each way (from the first task to the last record written, best of the rounds;
 starting the worker is reported apart) and the per-stack overhead of the cluster, (cluster - here) /
 stacks.  Writes ``OUT.txt`` and ``OUT.json``; exit 1 when the records differ.  Without dask.distributed it
@@ -94,7 +97,8 @@ def main() -> int:
     parser.add_argument("--solver", default="pinn,lysep")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=3, help="alternating rounds here / on the worker")
+    parser.add_argument("--repeats", type=int, default=2, help="alternating rounds here / on the worker")
+    parser.add_argument("--local", type=int, default=2, help="workers of the LocalCluster run (0: none)")
     parser.add_argument("--config", default=None)
     parser.add_argument("--out", default="benchmarks/results/gpu_cluster_check")
     args = parser.parse_args()
@@ -137,6 +141,14 @@ def main() -> int:
                     here.append(timed(spec, keys, args.iterations, root / f"here{r}", args.device))
                     there.append(timed(spec, keys, args.iterations, root / f"there{r}", args.device, session))
             n, problems = compare(spec, root / "here0", root / "there0")
+            local_seconds, local_problems = None, []
+            if args.local > 0:  # a LocalCluster of --local workers (one GPU: all share it)
+                t0 = time.perf_counter()
+                with cluster.Session.open(cluster.Target(local_workers=args.local), timeout=60,
+                                          device=args.device) as session:
+                    timed(spec, keys, args.iterations, root / "local", args.device, session)
+                local_seconds = time.perf_counter() - t0
+                local_problems = compare(spec, root / "here0", root / "local")[1]
             versions = records.load_records(root / "there0", [spec.name]).records[0].versions
         finally:
             for proc in reversed(procs):
@@ -144,6 +156,8 @@ def main() -> int:
     result = {"device": args.device, "experiment": spec.name, "sizes": args.sizes, "solvers": args.solver,
               "seeds": args.seeds, "iterations": args.iterations, "stacks": stacks, "records": n,
               "identical": not problems, "problems": problems[:10], "worker_device_facts": facts,
+              "local_workers": args.local, "local_identical": not local_problems,
+              "local_problems": local_problems[:10], "local_seconds_with_start": local_seconds,
               "record_device_keys": {k: versions.get(k) for k in DEVICE_KEYS},
               "worker_start_seconds": worker_start, "repeats": args.repeats, "here_seconds": here,
               "cluster_seconds": there, "overhead_per_stack_seconds": (min(there) - min(here)) / stacks,
@@ -157,11 +171,15 @@ def main() -> int:
             f"  wall time, best of {args.repeats} alternating rounds after a warm-up run each: here {min(here):.2f} s, "
             f"on the worker {min(there):.2f} s: {result['overhead_per_stack_seconds']:+.3f} s per stack "
             f"(all rounds: here {', '.join(f'{t:.2f}' for t in here)}; worker {', '.join(f'{t:.2f}' for t in there)}); "
-            f"worker start-up {worker_start:.1f} s; load average {result['loadavg'][0]:.2f}\n")
+            f"worker start-up {worker_start:.1f} s; load average {result['loadavg'][0]:.2f}\n"
+            + ("" if local_seconds is None else
+               f"  --scheduler local:{args.local} (a LocalCluster, its workers on the GPUs round-robin): records "
+               f"identical to here: {not local_problems}" + "".join(f"\n    {p}" for p in local_problems[:10]) +
+               f"; {local_seconds:.2f} s with the cluster's start and each worker's first compilation\n"))
     out.with_suffix(".txt").write_text(text)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     print(text, end="")
-    return 1 if problems else 0
+    return 1 if problems or local_problems else 0
 
 
 if __name__ == "__main__":

@@ -320,7 +320,8 @@ def device(name: str, solvers: list[str], jobs: int, target: Any) -> str:
     """``--device``: cpu, or a stacked device (cpu-stacked, cuda; docs/gpu.md) for solvers it runs (stacked, or
     on the host; LySep with any of its settings), in this process (not with --jobs) or on dask workers
     (``target``).  It must run here, but for a scheduler's workers, which are checked when lysep connects
-    (lysep_cli/execution/cluster.py); ``cuda`` not on a LocalCluster (its workers would share one GPU)."""
+    (lysep_cli/execution/cluster.py); a LocalCluster's workers run here (``cuda``: one GPU each, round-robin:
+    lysep_cli/execution/local_share.py)."""
     from lysep_cli.accel import backend
 
     if name == "cpu":
@@ -335,9 +336,12 @@ def device(name: str, solvers: list[str], jobs: int, target: Any) -> str:
     if jobs > 1 and target is None:
         raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs (cells on "
                        "several workers: --scheduler, docs/gpu.md)")
-    if target is not None and target.local_workers is not None and name == "cuda":
-        raise BadInput("--device cuda --scheduler local: a LocalCluster's workers would share one GPU; start one "
-                       "dask worker per GPU (docs/gpu.md, \"A cluster of GPU workers\"), or drop --scheduler")
+    from lysep_cli.accel import lstsq
+
+    try:
+        lstsq.host_threads()
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
     if target is not None and target.address is not None:
         return name  # the workers' device is checked when lysep connects to them
     try:

@@ -88,7 +88,7 @@ def tiny(tmp_path):
     ("node12:8786", cluster.Target(address="tcp://node12:8786")),
     ("tls://[::1]:9000", cluster.Target(address="tls://[::1]:9000")),
     ("local:3", cluster.Target(local_workers=3)),
-    ("local", cluster.Target(local_workers=cluster.default_workers())),
+    ("local", cluster.Target(local_workers=cluster.default_workers(), local_default=True)),
     ("none", None),
 ])
 def test_parse_address(text, expected):

@@ -116,11 +116,9 @@ def test_cuda_on_workers_without_cupy_or_gpu_is_one_line(tmp_path, gpu_like_clus
     assert not results.exists()
 
 
-def test_cuda_on_a_local_cluster_and_cpu_stacked_with_jobs_are_refused(tmp_path):
+def test_cpu_stacked_with_jobs_is_refused(tmp_path):
     config = write_tiny(tmp_path, YAML)
     results = tmp_path / "results"
-    line = one_error_line(_run(config, results, "--device", "cuda", "--scheduler", "local:2"))
-    assert "a LocalCluster's workers would share one GPU" in line
     line = one_error_line(_run(config, results, "--device", "cpu-stacked", "--jobs", "2"))
     assert "drop --jobs" in line and "--scheduler" in line
     assert not results.exists()
@@ -229,7 +227,7 @@ def test_stack_tasks_group_a_cells_seeds_and_leave_host_solvers_one_run_each():
 @pytest.mark.timeout(180)
 def test_the_gpu_machines_cluster_check_runs_here_on_cpu_stacked(tmp_path):
     """benchmarks/gpu_cluster_check.py (run by gpu_check.sh on the GPU machine), on NumPy at tiny sizes: the
-    worker it starts as docs/gpu.md says writes the records this process writes."""
+    worker it starts as docs/gpu.md says, and a LocalCluster of 2, write the records this process writes."""
     config, out = write_tiny(tmp_path, YAML), tmp_path / "check"
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_cluster_check.py"), "--device", "cpu-stacked",
@@ -241,3 +239,5 @@ def test_the_gpu_machines_cluster_check_runs_here_on_cpu_stacked(tmp_path):
     assert result["identical"] and result["records"] == 4 and result["stacks"] == 2
     assert result["record_device_keys"]["device"] == "cpu-stacked" == result["worker_device_facts"]["device"]
     assert "records identical (weights, histories, finals, fingerprint): True" in out.with_suffix(".txt").read_text()
+    assert result["local_workers"] == 2 and result["local_identical"]  # --scheduler local:2, the shares set
+    assert "--scheduler local:2 (a LocalCluster" in out.with_suffix(".txt").read_text()

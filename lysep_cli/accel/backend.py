@@ -15,6 +15,7 @@ version, and a numerics id of its own (the stacked engine's sources with the CPU
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -96,4 +97,27 @@ def resolve(device: str) -> Backend:
         raise DeviceUnavailable(f"--device cuda: no usable NVIDIA GPU ({' '.join(str(exc).split())})") from None
     if count < 1:
         raise DeviceUnavailable("--device cuda: no NVIDIA GPU found")
+    cupy.cuda.Device(gpu_index(count)).use()  # this thread's current device
     return Backend(device, cupy)
+
+
+def gpu_count() -> int:
+    """The NVIDIA GPUs this process sees (CUDA_VISIBLE_DEVICES), 0 without CuPy or a GPU."""
+    try:
+        import cupy  # type: ignore[import-not-found]
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # ImportError, CUDARuntimeError: no driver, no device
+        return 0
+
+
+def gpu_index(count: int) -> int:
+    """The GPU this process computes on: ``$LYSEP_GPU`` (an index among the ``count`` GPUs that
+    CUDA_VISIBLE_DEVICES shows; set on a LocalCluster's workers, lysep_cli/execution/local_share.py), else
+    0; :class:`DeviceUnavailable` for an index that is no GPU here."""
+    text = os.environ.get("LYSEP_GPU", "").strip()
+    if not text:
+        return 0
+    if not (text.isascii() and text.isdecimal()) or int(text) >= count:
+        raise DeviceUnavailable(f"--device cuda: LYSEP_GPU={text!r} is not a GPU index here (0 to {count - 1})")
+    return int(text)

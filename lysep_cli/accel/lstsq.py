@@ -64,9 +64,22 @@ def default_w_solve(xp: Any) -> str:
 
 
 def default_workers(seeds: int) -> int:
-    """Threads for the per-seed host solves: the CPUs this process may use, at most one per seed."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """Threads for the per-seed host solves: ``$LYSEP_HOST_THREADS`` (a LocalCluster's workers get their
+    share of the CPUs: lysep_cli/execution/local_share.py) or the CPUs this process may use, at most one
+    per seed."""
+    cpus = host_threads() or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                               else (os.cpu_count() or 1))
     return max(1, min(seeds, cpus))
+
+
+def host_threads() -> int | None:
+    """``$LYSEP_HOST_THREADS`` (a whole number >= 1), None where unset; ValueError (one line) otherwise."""
+    text = os.environ.get("LYSEP_HOST_THREADS", "").strip()
+    if not text:
+        return None
+    if not (text.isascii() and text.isdecimal()) or int(text) < 1:
+        raise ValueError(f"LYSEP_HOST_THREADS={text!r}: expected a whole number of threads >= 1")
+    return int(text)
 
 
 @dataclass(frozen=True)

@@ -81,9 +81,16 @@ class Target:
 
     address: str | None = None
     local_workers: int | None = None
+    local_default: bool = False  # a bare ``local``: one worker per core, or per GPU with --device cuda
 
     def describe(self) -> str:
         return self.address if self.address is not None else f"local:{self.local_workers}"
+
+    def for_device(self, device: str) -> "Target":
+        """This target for ``device``: a bare ``local`` with ``cuda`` starts one worker per GPU."""
+        if self.local_default and device == "cuda":
+            return Target(local_workers=max(1, backend.gpu_count()))
+        return self
 
 
 def default_workers() -> int:
@@ -102,7 +109,7 @@ def parse_address(text: str, what: str = "--scheduler") -> Target | None:
         return None
     if text == "local" or text.startswith("local:"):
         if text == "local":
-            return Target(local_workers=default_workers())
+            return Target(local_workers=default_workers(), local_default=True)
         n = text.split(":", 1)[1]
         if not (n.isascii() and n.isdecimal()) or int(n) < 1:  # 0-9 alone ("²", "٣" are not N)
             raise ClusterError(f"{what}: expected local:N with N >= 1 workers, got {text!r}")
@@ -314,6 +321,7 @@ class Session:
         With a stacked ``device`` (cpu-stacked, cuda) each task is a cell's stack, and the workers must run
         that device (:meth:`_check_device`)."""
         distributed = _import_distributed()
+        target = target.for_device(device)
         local = None
         try:
             if target.local_workers is not None:
@@ -322,6 +330,12 @@ class Session:
                         n_workers=target.local_workers, threads_per_worker=1, processes=True,
                         dashboard_address=f":{DASHBOARD_PORT}", silence_logs=logging.ERROR)
                 client = distributed.Client(local, timeout=timeout, set_as_default=False)
+                if device != "cpu":
+                    from lysep_cli.execution.local_share import LocalShare
+
+                    client.register_plugin(LocalShare(target.local_workers,
+                                                      backend.gpu_count() if device == "cuda" else 0,
+                                                      default_workers()))
             else:
                 client = distributed.Client(target.address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
