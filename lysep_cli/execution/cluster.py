@@ -333,9 +333,8 @@ class Session:
                 if device != "cpu":
                     from lysep_cli.execution.local_share import LocalShare
 
-                    client.register_plugin(LocalShare(target.local_workers,
-                                                      backend.gpu_count() if device == "cuda" else 0,
-                                                      default_workers()))
+                    gpus = backend.gpu_count() if device == "cuda" else 0
+                    client.register_plugin(LocalShare(target.local_workers, gpus, default_workers()))
             else:
                 client = distributed.Client(target.address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
