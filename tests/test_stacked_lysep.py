@@ -32,7 +32,7 @@ def _data(pde: str, d: int, solution: str | None) -> tuple:
 
 def _same(a, b) -> bool:
     """Two LySep results with the same bits (NaN equal to NaN), the timing aside."""
-    timing = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume", "W3_solve")
+    timing = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume", "W3_solve", "trial_batch")
     return (a.status == b.status and a.diverged_at == b.diverged_at
             and all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in ("J", "J_S"))
             and all(np.array_equal(x, y, equal_nan=True) for (Wa, ba), (Wb, bb) in zip(a.params, b.params)
