@@ -183,11 +183,14 @@ class BlockTrials:
         return t[None, :].copy(), self.xp.asarray(t[None, :])
 
     def _evaluate(self, i: int, t: np.ndarray, trying: np.ndarray) -> Batch:
-        """Rows i .. i + r - 1: x - t_row g for each, the unchanged-bits flags, J_S where a seed moved, with one
-        host copy (two after a trial that changed nothing: the flags first)."""
-        xp, be, x, S = self.xp, self.be, self.x, self.S
         self.evaluations += 1
-        steps, dev = self._steps(i, t, trying)
+        return self.evaluate_rows(i, *self._steps(i, t, trying), trying)
+
+    def evaluate_rows(self, i: int, steps: np.ndarray, dev: Array, trying: np.ndarray) -> Batch:
+        """The trials i .. i + r - 1 at ``steps`` (r, S) (``dev`` on the device): x - t_row g for each row, the
+        unchanged-bits flags, J_S where a seed moved, with one host copy (two after a trial that changed
+        nothing: the flags first)."""
+        xp, be, x, S = self.xp, self.be, self.x, self.S
         r = len(steps)
         xt = (x[None] - dev.reshape((r, S) + (1,) * (x.ndim - 1)) * self.g[None]).reshape((r * S,) + x.shape[1:])
         same_d = batched_same_bits(xp, xt, x)
