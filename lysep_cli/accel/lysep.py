@@ -406,17 +406,27 @@ def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
 _TILED_KINDS = ("w", "w1", "nd", "nq", "paper")
 
 
-def _tiled(st: State, terms: Terms, block: str, xt: Array, k: int) -> tuple[State, Terms]:
+def _tiled(st: State, terms: Terms, block: str, xt: Array, k: int, reads: list) -> tuple[State, Terms]:
     """The state and terms of k trials of ``block`` at once, k S seeds (row i: seeds i S .. (i+1) S - 1): the
     block's variable xt (k S, ...), every other variable, cached value and term of ``st``/``terms`` tiled k
-    times when first read (trials.Tiled); r tiled unless the block's terms recompute it."""
+    times when first read (trials.Tiled); r tiled unless the block's terms recompute it.  ``reads``: what the
+    block's last batch tiled (:func:`_reads`), tiled here at once (trials.tile_many: one copy for the small)."""
     xp, L = st.xp, st.L
     v = trials.Tiled(st.v, xp, k)
     v[block] = xt
-    cache = trials.Tiled(st.cache, xp, k, lambda key: key[0] in _TILED_KINDS and block not in _sources(key, L))
-    r = None if "fit" in affects(block, L) else trials.tile(xp, terms.r, k)  # None: update_terms computes it
-    return (State(xp, L, v, st.plan, cache),
-            Terms(xp, trials.Tiled(terms.e, xp, k), r, trials.Tiled(terms._E, xp, k)))
+    maps = (v, trials.Tiled(st.cache, xp, k, lambda key: key[0] in _TILED_KINDS and block not in _sources(key, L)),
+            trials.Tiled(terms.e, xp, k), trials.Tiled(terms._E, xp, k))
+    wanted = [(m, key) for m, key in reads if maps[m]._lazy(key)]
+    need_r = "fit" not in affects(block, L)  # else update_terms computes r
+    tiles = trials.tile_many(xp, [maps[m].base[key] for m, key in wanted] + ([terms.r] if need_r else []), k)
+    for (m, key), a in zip(wanted, tiles):
+        maps[m].put_tile(key, a)
+    return State(xp, L, v, st.plan, maps[1]), Terms(xp, maps[2], tiles[-1] if need_r else None, maps[3])
+
+
+def _reads(st2: State, t2: Terms) -> list:
+    """What a trial batch (:func:`_tiled`) tiled: (mapping, key) pairs."""
+    return [(m, key) for m, mp in enumerate((st2.v, st2.cache, t2.e, t2._E)) for key in mp.tiled]
 
 
 def _row(st: State, terms: Terms, st2: State, t2: Terms, block: str, i: int) -> tuple[State, Terms]:
@@ -463,6 +473,7 @@ class StackedIteration:
         if not (isinstance(self.trial_batch, int) and self.trial_batch >= 1):
             raise ValueError(f"trial_batch must be an integer >= 1, got {self.trial_batch!r}")
         self.evaluations = 0  # trial batches evaluated (benchmarks/launch_count.py)
+        self._reads: dict[str, list] = {}  # per block, what its last trial batch tiled (_tiled)
         self.L = len(params0[0])
         self.S = len(params0)
         self.blocks = gradient_blocks(self.L)
@@ -543,9 +554,14 @@ class StackedIteration:
             """J_S (rows S,) of the states with the block's variable xt (rows S, ...), and row i's state."""
             if block[0] in "adq" and int(block[1:]) >= 2 and not own:
                 own.append(layer_map(block, st, data))
-            st2, t2 = (st.with_(**{block: xt}), terms) if rows == 1 else _tiled(st, terms, block, xt, rows)
+            if rows == 1:
+                st2, t2 = st.with_(**{block: xt}), terms
+            else:
+                st2, t2 = _tiled(st, terms, block, xt, rows, self._reads.get(block, []))
             t2 = update_terms(t2, block, st2, data, own[0] if own else None)
             J = lysep_loss(st2, data, t2)
+            if rows > 1:
+                self._reads[block] = _reads(st2, t2)
             return J, (lambda i: (st2, t2)) if rows == 1 else (lambda i: _row(st, terms, st2, t2, block, i))
 
         trial = trials.BlockTrials(be, st.v[block], g, J0, evaluate, (st, terms), self.trials, self.unchanged_trials,

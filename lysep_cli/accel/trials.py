@@ -57,6 +57,28 @@ def tile(xp: Any, a: Array, k: int) -> Array:
     return xp.ascontiguousarray(xp.broadcast_to(a[None], (k,) + a.shape)).reshape((k * a.shape[0],) + a.shape[1:])
 
 
+#: arrays below this size are tiled together in one copy (:func:`tile_many`): CuPy's concatenate is one kernel
+#: for more than 8 inputs of one dtype whose mean size is under its threshold (1-2 MiB)
+GROUP_BYTES = 1 << 20
+
+
+def tile_many(xp: Any, arrays: list[Array], k: int) -> list[Array]:
+    """Each array of ``arrays`` (S_i, ...) tiled k times (:func:`tile`): the contiguous float64 ones under
+    :data:`GROUP_BYTES` in one copy (one concatenate of a, a, .., b, b, ..: views of it are the tiles),
+    where they are more than 8 inputs; the others one copy each."""
+    small = [i for i, a in enumerate(arrays)
+             if a.nbytes < GROUP_BYTES and a.dtype == np.float64 and a.flags.c_contiguous]
+    out: list[Array | None] = [None] * len(arrays)
+    if k * len(small) > 8:
+        flat = xp.concatenate([arrays[i].reshape(-1) for i in small for _ in range(k)])
+        o = 0
+        for i in small:  # loop over the arrays: views of the one copy
+            a = arrays[i]
+            out[i] = flat[o:o + k * a.size].reshape((k * a.shape[0],) + a.shape[1:])
+            o += k * a.size
+    return [tile(xp, a, k) if t is None else t for a, t in zip(arrays, out)]
+
+
 class Tiled(dict):
     """A mapping over a base mapping of (S, ...) arrays whose values, where not set, are the base's tiled k
     times (:func:`tile`), made when first read: a trial state of k S seeds that copies only what it reads.
@@ -81,6 +103,11 @@ class Tiled(dict):
         value = self[key] = tile(self.xp, self.base[key], self.k)
         self.tiled.add(key)
         return value
+
+    def put_tile(self, key: Hashable, value: Array) -> None:
+        """Set ``value``, a tile of the base's value of ``key`` made by the caller (:func:`tile_many`)."""
+        self[key] = value
+        self.tiled.add(key)
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         return self[key] if key in self else default
