@@ -690,7 +690,8 @@ def compare_batches(specs: dict, cells: list, ks: list[int], seeds: int, sweeps:
     lines.append(f"\n(counted in {time.perf_counter() - started:.0f} s of this machine's time)\n")
     lines.append("**LySep, these cells' predicted seconds together:** "
                  + ", ".join(f"k = {k}: {totals[k]:.1f} s" for k in ks)
-                 + f"; the least: **k = {best}**.\n")
+                 + f"; the least: **k = {best}**. (A launch-bound floor: a batch of k rows also costs k trials' "
+                 "FLOPs and memory, which a k beyond the ~2 trials a block of the archive's sweeps mostly wastes.)\n")
     print(lines[-1])
     path.with_suffix(".json").write_text(json.dumps(figures, indent=1) + "\n")
     path.write_text("\n".join(lines) + "\n")
