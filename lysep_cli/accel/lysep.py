@@ -7,7 +7,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
 
 - each gradient block's backtracking (or fixed) step by lysep_cli/accel/steps.py, every seed accepting or
   rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
-  seed J0 (algorithm.same_bits);
+  seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at once, as one stack of
+  trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run the same);
 - the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
   (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
   (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device
@@ -472,7 +473,6 @@ class StackedIteration:
         self.trial_batch = trials.default_trial_batch(xp) if trial_batch is None else trial_batch
         if not (isinstance(self.trial_batch, int) and self.trial_batch >= 1):
             raise ValueError(f"trial_batch must be an integer >= 1, got {self.trial_batch!r}")
-        self.evaluations = 0  # trial batches evaluated (benchmarks/launch_count.py)
         self._reads: dict[str, list] = {}  # per block, what its last trial batch tiled (_tiled)
         self.L = len(params0[0])
         self.S = len(params0)
@@ -590,7 +590,6 @@ class StackedIteration:
             accept(payload, active)
             moved = active.copy()
         self.unchanged_last[block] = trial.unchanged_last
-        self.evaluations += trial.evaluations
         if "state" in accepted:
             self.st, self.terms = accepted["state"]
         self.J_S = np.where(moved, J, self.J_S)

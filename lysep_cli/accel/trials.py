@@ -168,7 +168,6 @@ class BlockTrials:
         self.i = 0  # the next trial's index
         self.table: tuple[np.ndarray, Array] | None = None  # the block's step table, on the host and the device
         self.last: Batch | None = None
-        self.evaluations = 0  # the batches evaluated (benchmarks/launch_count.py)
 
     @property
     def S(self) -> int:
@@ -210,7 +209,6 @@ class BlockTrials:
         return t[None, :].copy(), self.xp.asarray(t[None, :])
 
     def _evaluate(self, i: int, t: np.ndarray, trying: np.ndarray) -> Batch:
-        self.evaluations += 1
         return self.evaluate_rows(i, *self._steps(i, t, trying), trying)
 
     def evaluate_rows(self, i: int, steps: np.ndarray, dev: Array, trying: np.ndarray) -> Batch:
@@ -224,7 +222,7 @@ class BlockTrials:
         first = self.unchanged_last  # the block's last trial changed nothing: test that first
         if first:
             same = be.host(same_d)
-            if ((same | ~trying[None, :]).all()):
+            if (same | ~trying[None, :]).all():
                 return Batch(i, steps, None, same, None)
         J_d, payload = self.evaluate(xt, r)
         # one host copy: J_S after the steps, beside it (unless synced first) the unchanged-bits flags, and at the
