@@ -2,6 +2,9 @@
 
     python benchmarks/launch_count.py [--cells elliptic-2d:3x30,...] [--seeds 10] [--out FILE.md]
         [--baseline OLD.json]      # writes FILE.md and FILE.json; before/after columns against OLD.json
+        [--trial-batch K]          # LySep's trial batch (default: CuPy's, accel/trials.py)
+    python benchmarks/launch_count.py --trial-batches 1,2,3 --cells ...   # LySep per trial batch, compared
+                                   # (results/launch_count_trial_batch.{md,json})
 
 On a GPU the stacked engine at the paper's sizes is bound by kernel launches and host syncs rather than by
 FLOPs (benchmarks/results/gpu_design_check.txt, section 3: a W_2 trial ~1.1-1.2 ms for one seed at every
@@ -28,8 +31,9 @@ is a lower bound.  The proxy changes no number: a run through it is the run with
 Per cell (the paper's 16: the experiments file's four experiments and their sizes; ``--seeds`` seeds
 stacked): launches per PINN iteration and per 50-iteration progress check (the runs' differences at 1
 and 3 iterations), launches and host syncs per LySep sweep (sweeps 2 and 3 of a 3-sweep run, split at
-its progress callback) and per backtracking trial.  The predicted GPU time of the full sweep (every
-cell, PINN and LySep, 2000 iterations) is counts x costs, calibrated by counting the design check's W_2
+its progress callback), per backtracking trial, and per evaluation of a trial batch (accel/trials.py: a
+block's first k trials at once; CuPy's default k unless ``--trial-batch``).  The predicted GPU time of the
+full sweep (every cell, PINN and LySep, 2000 iterations) is counts x costs, calibrated by counting the design check's W_2
 trial model (benchmarks/gpu_design_check.py ``trial_gpu``) the same way and dividing its measured GPU
 time by its count: a prediction to be checked by ``benchmarks/gpu_check.py`` (its launch-cost section).
 """
