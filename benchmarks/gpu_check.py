@@ -58,6 +58,7 @@ from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
 from lysep_cli.numerics.sincos import sincos  # noqa: E402
 from lysep_cli.accel import lstsq  # noqa: E402
+from lysep_cli.accel import trials  # noqa: E402
 from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
 from lysep_cli.solvers import pinn  # noqa: E402
 from lysep_cli.solvers.lysep import algorithm  # noqa: E402
@@ -119,13 +120,15 @@ def synced(be: backends.Backend) -> Callable[[], None]:
 
 
 def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0: list, iterations: int,
-                w_solve: str | None = None, w_workers: int | None = None) -> list:
+                w_solve: str | None = None, w_workers: int | None = None, trial_batch: int | None = None) -> list:
     """One stack of ``params0`` trained by the stacked ``solver`` (pinn or lysep) with the spec's settings
-    (LySep: its W_L least squares by ``w_solve`` on ``w_workers`` host threads, the device's default if None)."""
+    (LySep: its W_L least squares by ``w_solve`` on ``w_workers`` host threads, its backtracking trials
+    ``trial_batch`` at once; the device's defaults where None)."""
     problem, _, _, train, _ = experiment_data(spec)
     if solver == "lysep":
         return stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], iterations,
-                                           sync_every=iterations, w_solve=w_solve, w_workers=w_workers)
+                                           sync_every=iterations, w_solve=w_solve, w_workers=w_workers,
+                                           trial_batch=trial_batch)
     return solve_stacked(be, train, params0, spec.solvers["pinn"], iterations, sync_every=iterations)
 
 
@@ -359,6 +362,49 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
     out(f"\nThe per-cell and whole-cell sections use {be.device}'s default: w_solve "
         f"{lstsq.default_w_solve(be.xp)!r}.\n")
     out.figures["lysep_split"] = figures
+
+
+def trial_batches(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int]], sweeps: int, rounds: int,
+                  out: Report) -> None:
+    """LySep's s/sweep with its backtracking trials one at a time (k = 1) against the device's default trial
+    batch (accel/trials.py), 10 seeds stacked, ``sweeps`` sweeps from the initial networks after a warm-up
+    run of 2, the two alternating in each of ``rounds`` rounds, the best round each; and whether the two
+    give every seed the same bits (on NumPy they do, tests/test_stacked_lysep.py; on a device a batched
+    product of k S matrices might take another kernel than one of S)."""
+    default = trials.default_trial_batch(be.xp)
+    k = default if default > 1 else 2  # NumPy's default is 1: there (--smoke) k = 2 against it
+    out(f"## 3c. LySep's backtracking trials: k = 1 against k = {k} ({be.device}'s default: {default}), 10 seeds "
+        f"stacked, {sweeps} sweeps, best of {rounds} rounds\n")
+    out("| cell | s/sweep, k = 1 | s/sweep, k = " + str(k) + " | ratio | trials (seed 0) | histories and networks "
+        "the same bits | largest relative difference of J, J_S |")
+    out("|---|---:|---:|---:|---:|---|---:|")
+    figures = {}
+    wait = synced(be)
+    for spec, L, M in cells:
+        params0 = [network.init_params(experiment_data(spec).problem.n_in, L, M, s) for s in range(10)]
+        best: dict[int, float] = {}
+        res: dict[int, list] = {}
+        for batch in (1, k):
+            solve_stack(be, spec, "lysep", params0, 2, trial_batch=batch)  # warm-up (kernels, caches)
+        for _ in range(rounds):
+            for batch in (1, k):
+                wait()
+                t = time.perf_counter()
+                res[batch] = solve_stack(be, spec, "lysep", params0, sweeps, trial_batch=batch)
+                wait()
+                best[batch] = min(best.get(batch, np.inf), (time.perf_counter() - t) / sweeps)
+        bits = all(same(a, b) for a, b in zip(res[1], res[k]))
+        rel = max(float(np.max(np.abs(np.subtract(a.history[h], b.history[h])) / np.abs(a.history[h])))
+                  for a, b in zip(res[1], res[k]) for h in ("J", "J_S"))
+        out(f"| {spec.name} ({L},{M}) | {best[1]:.3e} | {best[k]:.3e} | {best[k] / best[1]:.2f} | "
+            f"{res[1][0].diagnostics['trials']} | {'yes' if bits else 'NO'} | {rel:.1e} |")
+        figures[f"{spec.name} ({L},{M})"] = {"k": k, "s_per_sweep_k1": best[1], "s_per_sweep_default": best[k],
+                                             "same_bits": bits, "max_rel_diff": rel}
+        out.flush()
+    out("\nThe trial batch's choice: benchmarks/results/launch_count_trial_batch.md (counted launches, "
+        "predicted); here, measured. Sweeps 1-" + str(sweeps) + " backtrack less than the archive's ~2 trials a "
+        "block of later sweeps (the trials column, over all sweeps), so they understate the batch's gain.\n")
+    out.figures["trial_batch"] = figures
 
 
 def thread_capacity(n: int = 2) -> float:
@@ -777,6 +823,8 @@ def main() -> None:
             split = [("elliptic-2d", 3, 6)] if args.smoke else [("elliptic-10d", 3, 150), ("elliptic-2d", 3, 30)]
             failed.append(not section(out, lysep_split, be, [(specs[n], L, M) for n, L, M in split],
                                       2 if args.smoke else 5, out))
+            failed.append(not section(out, trial_batches, be, [(specs[n], L, M) for n, L, M in split],
+                                      2 if args.smoke else 10, 2, out))
             cell = ("elliptic-2d", "lysep", 3, 6, 20) if args.smoke else ("elliptic-10d", "lysep", 3, 150, 2000)
             n = affordable(cell[4], rates.get(cell[:4]), BUDGET_S - (time.perf_counter() - started), out)
             failed.append(not section(out, whole_cell, device, config, cell[0], cell[1], f"{cell[2]}x{cell[3]}", n,

@@ -2,6 +2,9 @@
 
     python benchmarks/launch_count.py [--cells elliptic-2d:3x30,...] [--seeds 10] [--out FILE.md]
         [--baseline OLD.json]      # writes FILE.md and FILE.json; before/after columns against OLD.json
+        [--trial-batch K]          # LySep's trial batch (default: CuPy's, accel/trials.py)
+    python benchmarks/launch_count.py --trial-batches 1,2,3 --cells ...   # LySep per trial batch, compared
+                                   # (results/launch_count_trial_batch.{md,json})
 
 On a GPU the stacked engine at the paper's sizes is bound by kernel launches and host syncs rather than by
 FLOPs (benchmarks/results/gpu_design_check.txt, section 3: a W_2 trial ~1.1-1.2 ms for one seed at every
@@ -28,8 +31,9 @@ is a lower bound.  The proxy changes no number: a run through it is the run with
 Per cell (the paper's 16: the experiments file's four experiments and their sizes; ``--seeds`` seeds
 stacked): launches per PINN iteration and per 50-iteration progress check (the runs' differences at 1
 and 3 iterations), launches and host syncs per LySep sweep (sweeps 2 and 3 of a 3-sweep run, split at
-its progress callback) and per backtracking trial.  The predicted GPU time of the full sweep (every
-cell, PINN and LySep, 2000 iterations) is counts x costs, calibrated by counting the design check's W_2
+its progress callback), per backtracking trial, and per evaluation of a trial batch (accel/trials.py: a
+block's first k trials at once; CuPy's default k unless ``--trial-batch``).  The predicted GPU time of the
+full sweep (every cell, PINN and LySep, 2000 iterations) is counts x costs, calibrated by counting the design check's W_2
 trial model (benchmarks/gpu_design_check.py ``trial_gpu``) the same way and dividing its measured GPU
 time by its count: a prediction to be checked by ``benchmarks/gpu_check.py`` (its launch-cost section).
 """
@@ -57,6 +61,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
 from lysep_cli.accel import pinn as stacked_pinn  # noqa: E402
+from lysep_cli.accel import trials as stacked_trials  # noqa: E402
 from lysep_cli.accel.backend import Backend  # noqa: E402
 from lysep_cli.accel.steps import StackedBacktracking  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
@@ -69,13 +74,15 @@ KINDS = ("launch", "upload", "sync")
 
 
 class Tally:
-    """Events (launch, upload, sync) by scope and by operation; ``trials`` counts backtracking trials."""
+    """Events (launch, upload, sync) by scope and by operation; ``trials`` counts backtracking trials,
+    ``evaluations`` their evaluations by rows (a batch of k trials: k; one trial: 1)."""
 
     def __init__(self) -> None:
         self.by_scope: collections.Counter = collections.Counter()
         self.by_op: collections.Counter = collections.Counter()
         self.scope = "other"
         self.trials = 0
+        self.evaluations: collections.Counter = collections.Counter()
 
     def add(self, kind: str, op: str) -> None:
         self.by_scope[(self.scope, kind)] += 1
@@ -269,11 +276,13 @@ COUNTING = Backend("cpu-stacked", CountingNamespace())  # type: ignore[arg-type]
 
 @contextmanager
 def counting() -> Iterator[Tally]:
-    """A fresh TALLY, with the backtracking trials (and their accepts) in scope "trial", the W_L least
-    squares in "W_L solve", the per-sweep PINN J in "pinn_J"; everything else in "other"."""
+    """A fresh TALLY, with the backtracking trials (and their accepts) in scope "trial", within them the
+    evaluations of r trial rows at once in "evaluate r" (accel/trials.py), the W_L least squares in "W_L solve",
+    the per-sweep PINN J in "pinn_J"; everything else in "other"."""
     global TALLY
     TALLY = Tally()
-    saved = (StackedBacktracking.step, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J)
+    saved = (StackedBacktracking.step, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
+             stacked_trials.BlockTrials.evaluate_rows)
 
     def step(self, J0, g2, trial, accept, active=None):
         def counted_trial(t, trying):
@@ -293,13 +302,20 @@ def counting() -> Iterator[Tally]:
                 return f(*args, **kwargs)
         return scoped
 
+    def evaluate_rows(self, i, steps, dev, trying):
+        TALLY.evaluations[len(steps)] += 1
+        with TALLY.scoped(f"evaluate {len(steps)}"):
+            return saved[3](self, i, steps, dev, trying)
+
     StackedBacktracking.step = step
     stacked_lysep.StackedIteration._solve_W3 = scope("W_L solve", saved[1])
     stacked_lysep.pinn_J = scope("pinn_J", saved[2])
+    stacked_trials.BlockTrials.evaluate_rows = evaluate_rows
     try:
         yield TALLY
     finally:
-        StackedBacktracking.step, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J = saved
+        (StackedBacktracking.step, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
+         stacked_trials.BlockTrials.evaluate_rows) = saved
 
 
 def diff(a: dict[str, int], b: dict[str, int], n: float = 1.0) -> dict[str, float]:
@@ -323,31 +339,36 @@ def pinn_run(spec: ExperimentSpec, L: int, M: int, seeds: int, iterations: int, 
 
 
 def lysep_run(spec: ExperimentSpec, L: int, M: int, seeds: int, sweeps: int,
-              be: Backend = COUNTING) -> tuple[list[dict[str, Any]], list]:
-    """One stacked LySep run through ``be``: (the counts of each sweep (launch, upload, sync, trials, and
-    per scope), its results).  Sweep k's counts: from the progress call after sweep k-1 to the one after k."""
+              be: Backend = COUNTING, trial_batch: int | None = None) -> tuple[list[dict[str, Any]], list]:
+    """One stacked LySep run through ``be``: (the counts of each sweep (launch, upload, sync, trials, the
+    trial evaluations by rows, and per scope), its results).  Sweep k's counts: from the progress call after
+    sweep k-1 to the one after k.  ``trial_batch``: None, the device's default (through the counting
+    namespace: CuPy's, accel/trials.py)."""
     problem, _, _, train, _ = experiment_data(spec)
     params0 = [network.init_params(train.Z.shape[0], L, M, s) for s in range(seeds)]
-    marks: list[tuple[collections.Counter, int]] = []
+    marks: list[tuple[collections.Counter, int, collections.Counter]] = []
     with counting() as tally:
         def progress(k: int, J: Any) -> None:
-            marks.append((tally.by_scope.copy(), tally.trials))
+            marks.append((tally.by_scope.copy(), tally.trials, tally.evaluations.copy()))
 
         # the CuPy default (W_L by a QR on the device, accel/lstsq.py) through the counter and without it
         res = stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], sweeps, progress,
-                                          w_solve="reduced")
+                                          w_solve="reduced", trial_batch=trial_batch)
     per_sweep = []
-    for (c0, t0), (c1, t1) in zip(marks, marks[1:]):
+    for (c0, t0, e0), (c1, t1, e1) in zip(marks, marks[1:]):
         d = c1 - c0
         per_sweep.append({**{k: sum(n for (_, kind), n in d.items() if kind == k) for k in KINDS},
-                          "trials": t1 - t0, "scopes": {f"{s}/{k}": n for (s, k), n in sorted(d.items())}})
+                          "trials": t1 - t0, "evaluations": dict(e1 - e0),
+                          "scopes": {f"{s}/{k}": n for (s, k), n in sorted(d.items())}})
     return per_sweep, res
 
 
 @dataclass
 class CellCounts:
     """A cell's counts: PINN per iteration and per progress check, and its setup (a run of 1 iteration);
-    LySep per sweep (the mean of the measured sweeps) and per trial."""
+    LySep per sweep (the mean of the measured sweeps) and per trial; with its trial batch k: the gradient
+    blocks, the trial evaluations per sweep by rows and the events of one evaluation of r rows
+    (``evaluation``), and a trial's events outside its evaluation (``trial_rest``: its accept, the step table)."""
 
     cell: str
     pinn_iteration: dict[str, float]
@@ -357,24 +378,48 @@ class CellCounts:
     lysep_trial: dict[str, float]
     trials_per_sweep: float
     scopes: dict[str, float]
+    trial_batch: int = 1
+    blocks: int = 7
+    evaluations_per_sweep: dict[int, float] | None = None
+    evaluation: dict[int, dict[str, float]] | None = None
+    trial_rest: dict[str, float] | None = None
+
+    @property
+    def fixed(self) -> dict[str, float]:
+        """A sweep's events outside its trials."""
+        return {k: self.lysep_sweep[k] - in_trials(self.scopes, k) for k in KINDS}
 
 
-def count_cell(spec: ExperimentSpec, L: int, M: int, seeds: int, sweeps: int = 3) -> CellCounts:
+def in_trials(scopes: dict[str, float], kind: str) -> float:
+    """The events of a kind in the trials' scopes ("trial", and "evaluate r" within it)."""
+    return sum(n for s, n in scopes.items() if s.endswith(f"/{kind}") and s.split(" ")[0].split("/")[0]
+               in ("trial", "evaluate"))
+
+
+def count_cell(spec: ExperimentSpec, L: int, M: int, seeds: int, sweeps: int = 3,
+               trial_batch: int | None = None) -> CellCounts:
+    from lysep_cli.solvers.lysep.loss import gradient_blocks
+
     one, _ = pinn_run(spec, L, M, seeds, 1, 50)
     three, _ = pinn_run(spec, L, M, seeds, 3, 50)
     checked, _ = pinn_run(spec, L, M, seeds, 3, 1)  # a progress check after every iteration: 2 more than `three`
     it = diff(three, one, 2)
-    per = lysep_run(spec, L, M, seeds, sweeps)[0][1:] if sweeps > 2 else lysep_run(spec, L, M, seeds, sweeps)[0]
+    runs, res = lysep_run(spec, L, M, seeds, sweeps, trial_batch=trial_batch)
+    per = runs[1:] if sweeps > 2 else runs
     n = len(per)
     sweep = {k: sum(p[k] for p in per) / n for k in KINDS}
     trials = sum(p["trials"] for p in per) / n
-    scopes = collections.Counter()
+    scopes, evals = collections.Counter(), collections.Counter()
     for p in per:
         scopes.update(p["scopes"])
+        evals.update(p["evaluations"])
     scopes = {k: v / n for k, v in scopes.items()}
-    trial = {k: scopes.get(f"trial/{k}", 0) / trials if trials else 0.0 for k in KINDS}
+    per_eval = {r: {k: scopes.get(f"evaluate {r}/{k}", 0) / (m / n) for k in KINDS} for r, m in evals.items()}
+    trial = {k: in_trials(scopes, k) / trials if trials else 0.0 for k in KINDS}
+    rest = {k: scopes.get(f"trial/{k}", 0) / trials if trials else 0.0 for k in KINDS}
     return CellCounts(f"{spec.name} ({L},{M})", it, diff(checked, three, 2), diff(one, it), sweep, trial, trials,
-                      scopes)
+                      scopes, res[0].diagnostics["trial_batch"], len(gradient_blocks(L)),
+                      {r: m / n for r, m in evals.items()}, per_eval, rest)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -436,14 +481,42 @@ def archive_trials(results: Path, spec: ExperimentSpec, L: int, M: int) -> float
     return max(per) if per else None
 
 
+def evaluations(trials: float, blocks: int, k: int) -> tuple[float, float]:
+    """(batches of k rows, single trials) a sweep evaluates when its ``blocks`` gradient blocks make ``trials``
+    trials in all, each block floor(n) or ceil(n) of them (n = trials / blocks, in the proportions that give
+    the mean): a block's first k trials are one batch (every block makes at least one trial), the rest one
+    at a time (accel/trials.py).  k = 1: (trials, 0) in effect (all batches of one row)."""
+    n = trials / blocks
+    lo = int(np.floor(n))
+    f = n - lo
+    beyond = (1 - f) * max(0, lo - k) + f * max(0, lo + 1 - k)
+    return float(blocks), blocks * beyond
+
+
+def lysep_sweep(c: CellCounts, trials: float | None) -> dict[str, float]:
+    """A LySep sweep's events with ``trials`` trials (the archive's; None: the counted): its fixed part, one
+    batch evaluation of k rows per gradient block, single evaluations beyond k (costed as a counted single
+    one, or as a batch where the count made none: an upper bound), and each trial's events outside its
+    evaluation."""
+    t = c.trials_per_sweep if trials is None else trials
+    k = c.trial_batch
+    batches, singles = evaluations(t, c.blocks, k)
+    ev = c.evaluation or {}
+    batch = ev.get(k, ev.get(str(k)))  # type: ignore[call-overload]
+    single = ev.get(1, ev.get("1", batch))  # type: ignore[call-overload]
+    if batch is None:  # no trial counted (a cell whose blocks never step)
+        return dict(c.lysep_sweep)
+    fixed = c.fixed
+    return {x: fixed[x] + batches * batch[x] + singles * single[x] + t * c.trial_rest[x] for x in KINDS}
+
+
 def full_run(c: CellCounts, iterations: int, trials: float | None) -> tuple[dict[str, float], dict[str, float]]:
-    """Predicted counts of a whole cell's stack: PINN (setup + iterations + a check every 50) and LySep (the
-    counted sweep with ``trials`` trials instead of the counted ones, times the sweeps)."""
+    """Predicted counts of a whole cell's stack: PINN (setup + iterations + a check every 50) and LySep
+    (:func:`lysep_sweep` with the archive's ``trials`` per sweep, times the sweeps)."""
     pinn = {k: c.pinn_setup[k] + iterations * c.pinn_iteration[k] + (iterations // 50 - 1) * c.pinn_check[k]
             for k in KINDS}
-    t = c.trials_per_sweep if trials is None else trials
-    lysep = {k: iterations * (c.lysep_sweep[k] + (t - c.trials_per_sweep) * c.lysep_trial[k]) for k in KINDS}
-    return pinn, lysep
+    sweep = lysep_sweep(c, trials)
+    return pinn, {k: iterations * sweep[k] for k in KINDS}
 
 
 def main() -> None:
@@ -454,12 +527,19 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/launch_count.md")
     ap.add_argument("--baseline", type=Path, help="a previous run's OUT.json: before/after columns")
     ap.add_argument("--baseline-label", help="a sentence saying what the baseline counted")
+    ap.add_argument("--trial-batch", type=int, help="LySep's trial batch k (default: CuPy's, accel/trials.py)")
+    ap.add_argument("--trial-batches", help="K1,K2,..: count each trial batch at the cells and write the "
+                    "comparison instead (default OUT: results/launch_count_trial_batch.md)")
     args = ap.parse_args()
     specs = load_specs(ROOT / "experiments.yaml")
     cells = ([(n, *map(int, s.split("x"))) for n, s in (c.split(":") for c in args.cells.split(","))] if args.cells
              else [(n, L, M) for n in PAPER for L, M in specs[n].sizes])
     costs, model = calibrate()
     slow = calibrate(5.0)[0]
+    if args.trial_batches:
+        out = args.out if "--out" in sys.argv else ROOT / "benchmarks/results/launch_count_trial_batch.md"
+        return compare_batches(specs, cells, [int(k) for k in args.trial_batches.split(",")], args.seeds,
+                               args.sweeps, costs, out)
     lines: list[str] = []
 
     def out(s: str = "") -> None:
@@ -469,7 +549,9 @@ def main() -> None:
     started = time.perf_counter()
     out(f"# Launches and host syncs of the stacked engine, counted on the CPU ({time.strftime('%Y-%m-%d')})\n")
     out(f"`python benchmarks/launch_count.py{''.join(' ' + a for a in sys.argv[1:])}` ({args.seeds} seeds stacked; NumPy {np.__version__}; the counting "
-        "proxy of the script's docstring: a counted call is one launch, a lower bound where CuPy takes more).\n")
+        "proxy of the script's docstring: a counted call is one launch, a lower bound where CuPy takes more). "
+        f"LySep's trial batch k = {args.trial_batch or stacked_trials.CUPY_TRIAL_BATCH} (accel/trials.py: a "
+        "block's first k backtracking trials evaluated at once).\n")
     out("## Calibration (a prediction's input, not a measurement on a GPU)\n")
     out(f"- the design check's W_2 trial model (`gpu_design_check.trial_gpu`, one seed), counted the same way: "
         f"**{model['launch']} launches, {model['upload']} uploads, {model['sync']} sync**")
@@ -493,7 +575,7 @@ def main() -> None:
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         for name, L, M in cells:
             spec = specs[name]
-            c = count_cell(spec, L, M, args.seeds, args.sweeps)
+            c = count_cell(spec, L, M, args.seeds, args.sweeps, args.trial_batch)
             sc_ = c.scopes
             g = lambda s: ", ".join(f"{sc_.get(f'{s}/{k}', 0):.0f}" for k in KINDS)  # noqa: E731
             out(f"| {c.cell} | {c.pinn_iteration['launch']:.0f} | {c.pinn_iteration['sync']:.0f} | "
@@ -505,8 +587,9 @@ def main() -> None:
     out("## The full sweep, predicted (launch-bound floor: counts x costs; not measured on a GPU)\n")
     out("LySep's full run: the counted sweep's fixed part plus the archive's trials per sweep (the largest "
         "over the cell's seeds of a seed's trials/sweep in results/paper: a stack tries while any seed does, "
-        "so at least that many) x the counted launches per trial; where the archive is absent, the counted "
-        "trials.\n")
+        "so at least that many), spread evenly over the gradient blocks: one evaluation of k trial rows per "
+        "block, the trials beyond k one at a time, each at its counted launches (`lysep_sweep`); where the "
+        "archive is absent, the counted trials.\n")
     out("| cell | iterations | archive trials/sweep | PINN ms/it | PINN s | LySep ms/sweep | LySep s "
         "| LySep s (sync = 5 launches) |")
     out("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -568,6 +651,54 @@ def main() -> None:
     for (kind, op), n in b.most_common(10):
         out(f"| {op} ({kind}) | {n} |")
     args.out.write_text("\n".join(lines) + "\n")
+
+
+def compare_batches(specs: dict, cells: list, ks: list[int], seeds: int, sweeps: int, costs: Costs,
+                    path: Path) -> None:
+    """Count LySep at every cell with each trial batch k and write the comparison (PATH.md, PATH.json): the
+    counted sweep, the evaluation of k rows, and the full run predicted from the archive's trials."""
+    lines = [f"# LySep's trial batch k: launches counted on the CPU ({time.strftime('%Y-%m-%d')})\n",
+             f"`python benchmarks/launch_count.py{''.join(' ' + a for a in sys.argv[1:])}` ({seeds} seeds stacked, "
+             f"sweeps 2..{sweeps} of {sweeps}; {costs.launch * 1e6:.1f} µs per launch, upload and sync, the "
+             "calibration of launch_count.md). k = 1: each trial alone (the engine before batching). "
+             "Evaluation: the launches of one evaluation of k trial rows (k S states). Predicted: the full run's "
+             "sweep at the archive's trials per sweep (`lysep_sweep`), and the cell's 2000 sweeps.\n",
+             "| cell | k | counted l/sweep | u/sweep | s/sweep | trials/sweep | evaluations/sweep (rows: count) "
+             "| l per evaluation of k rows | archive trials/sweep | predicted l, u, s /sweep | predicted ms/sweep "
+             "| predicted cell s |", "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
+    figures: dict[str, Any] = {"launch_s": costs.launch, "cells": {}}
+    totals = collections.Counter()
+    started = time.perf_counter()
+    with threadpool_limits(limits=1), np.errstate(all="ignore"):
+        for name, L, M in cells:
+            spec = specs[name]
+            trials = archive_trials(ROOT / "results/paper", spec, L, M)
+            for k in ks:
+                c = count_cell(spec, L, M, seeds, sweeps, k)
+                sweep = lysep_sweep(c, trials)
+                cell_s = spec.iterations * costs.seconds(sweep)
+                totals[k] += cell_s
+                figures["cells"].setdefault(c.cell, {})[k] = {**asdict(c), "archive_trials_per_sweep": trials,
+                                                               "predicted_sweep": sweep, "predicted_cell_s": cell_s}
+                evs = ", ".join(f"{r}: {n:.1f}" for r, n in sorted(c.evaluations_per_sweep.items()))
+                line = (f"| {c.cell} | {k} | {c.lysep_sweep['launch']:.0f} | {c.lysep_sweep['upload']:.0f} | "
+                        f"{c.lysep_sweep['sync']:.0f} | {c.trials_per_sweep:.1f} | {evs} | "
+                        f"{c.evaluation.get(k, {}).get('launch', float('nan')):.1f} | "
+                        f"{'-' if trials is None else f'{trials:.1f}'} | "
+                        + ", ".join(f"{sweep[x]:.0f}" for x in KINDS)
+                        + f" | {costs.seconds(sweep) * 1e3:.1f} | {cell_s:.1f} |")
+                print(line, flush=True)
+                lines.append(line)
+    best = min(ks, key=lambda k: totals[k])
+    figures.update(totals_s={k: totals[k] for k in ks}, best=best)
+    lines.append(f"\n(counted in {time.perf_counter() - started:.0f} s of this machine's time)\n")
+    lines.append("**LySep, these cells' predicted seconds together:** "
+                 + ", ".join(f"k = {k}: {totals[k]:.1f} s" for k in ks)
+                 + f"; the least: **k = {best}**. (A launch-bound floor: a batch of k rows also costs k trials' "
+                 "FLOPs and memory, which a k beyond the ~2 trials a block of the archive's sweeps mostly wastes.)\n")
+    print(lines[-1])
+    path.with_suffix(".json").write_text(json.dumps(figures, indent=1) + "\n")
+    path.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -59,23 +59,41 @@ def test_a_run_through_the_proxy_is_the_run_without_it_bit_for_bit(lc, name, L):
     assert len(sweeps) == 1 and sweeps[0]["launch"] > 0 and sweeps[0]["sync"] > 0 and sweeps[0]["trials"] > 0
 
 
-@pytest.mark.parametrize("name,L", [("elliptic-2d", 3), ("hyperbolic-5d", 4)])
-def test_a_lysep_sweep_syncs_once_a_trial_and_once_for_w_l_and_the_pinn_j(lc, name, L):
-    """Host syncs of a LySep sweep: one a trial (J_S, the unchanged-bits flags and the block's ||g||^2 in one
-    copy; the flags first, one more, only after a trial of the block that changed nothing, then ||g||^2 may
-    come alone), one for the W_L systems, one for the PINN J (no upload: the network stays on the device),
-    one J_S per closed-form block; uploads: the block's step table and an accept's mask."""
+@pytest.mark.parametrize("name,L,k", [("elliptic-2d", 3, 1), ("hyperbolic-5d", 4, 1), ("elliptic-2d", 3, 2),
+                                      ("hyperbolic-5d", 4, 3)])
+def test_a_lysep_sweep_syncs_once_a_trial_evaluation_and_once_for_w_l_and_the_pinn_j(lc, name, L, k):
+    """Host syncs of a LySep sweep: one a trial evaluation (k = 1: a trial; else a batch of k trials, or one
+    beyond them: J_S, the unchanged-bits flags and the block's ||g||^2 in one copy; the flags first, one more,
+    only after a trial of the block that changed nothing, then ||g||^2 may come alone), one for the W_L systems,
+    one for the PINN J (no upload: the network stays on the device), one J_S per closed-form block; uploads:
+    the block's step table and an accept's mask."""
     from lysep_cli.solvers.lysep.loss import gradient_blocks
 
     blocks = len(gradient_blocks(L))
     with np.errstate(all="ignore"):
-        sweeps, _ = lc.lysep_run(load_specs(ROOT / "experiments.yaml")[name], L, 6, 2, 4)
+        sweeps, _ = lc.lysep_run(load_specs(ROOT / "experiments.yaml")[name], L, 6, 2, 4, trial_batch=k)
+    extra = []
     for s in sweeps:
-        sc = s["scopes"]
+        sc, n = s["scopes"], sum(s["evaluations"].values())
+        assert set(s["evaluations"]) <= {1, k} and (n < s["trials"]) == (k > 1 and s["trials"] > blocks)
         assert sc["W_L solve/sync"] == 1 and sc["pinn_J/sync"] == 1 and "pinn_J/upload" not in sc
-        assert s["trials"] <= sc["trial/sync"] <= s["trials"] + blocks
-        assert L + 1 <= sc["other/sync"] <= L + 1 + blocks and sc["trial/upload"] <= s["trials"] + blocks
-    assert min(s["scopes"]["trial/sync"] - s["trials"] for s in sweeps) == 0  # a sweep of one-copy trials only
+        assert n <= lc.in_trials(sc, "sync") <= n + blocks
+        assert L + 1 <= sc["other/sync"] <= L + 1 + blocks and lc.in_trials(sc, "upload") <= s["trials"] + blocks
+        extra.append(lc.in_trials(sc, "sync") - n)
+    assert min(extra) == 0  # a sweep of one-copy evaluations only
+
+
+def test_a_trial_batch_of_two_counts_fewer_launches_and_syncs_a_sweep(lc, cell):
+    """elliptic-2d (3,30), 2 seeds, sweeps 2-3: blocks that make two or more trials evaluate them in one batch
+    (its ~62 launches against ~54 of a single trial, counted at 10 seeds), so the sweep counts fewer launches
+    and syncs with k = 2; and the full-run model (the archive's ~2 trials a block) predicts fewer too."""
+    with np.errstate(all="ignore"):
+        one, two = (lc.count_cell(cell, 3, 30, 2, 3, k) for k in (1, 2))
+    assert (one.trial_batch, two.trial_batch) == (1, 2) and one.trials_per_sweep == two.trials_per_sweep > one.blocks
+    assert two.lysep_sweep["launch"] < 0.9 * one.lysep_sweep["launch"] and two.lysep_sweep["sync"] < one.lysep_sweep["sync"]
+    assert two.evaluation[2]["launch"] < 2 * one.evaluation[1]["launch"]
+    assert lc.lysep_sweep(two, 14.1)["launch"] < 0.85 * lc.lysep_sweep(one, 14.1)["launch"]
+    assert lc.evaluations(14.0, 7, 1) == (7.0, 7.0) and lc.evaluations(14.0, 7, 2) == (7.0, 0.0)
 
 
 def test_counts_are_stable_and_do_not_depend_on_the_number_of_seeds(lc, cell):

@@ -32,7 +32,7 @@ def _data(pde: str, d: int, solution: str | None) -> tuple:
 
 def _same(a, b) -> bool:
     """Two LySep results with the same bits (NaN equal to NaN), the timing aside."""
-    timing = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume", "W3_solve")
+    timing = ("seconds_per_iteration", "resumed_at_sweeps", "seconds_before_resume", "W3_solve", "trial_batch")
     return (a.status == b.status and a.diverged_at == b.diverged_at
             and all(np.array_equal(a.history[k], b.history[k], equal_nan=True) for k in ("J", "J_S"))
             and all(np.array_equal(x, y, equal_nan=True) for (Wa, ba), (Wb, bb) in zip(a.params, b.params)
@@ -42,11 +42,12 @@ def _same(a, b) -> bool:
             == json.dumps({k: v for k, v in b.diagnostics.items() if k not in timing}))
 
 
-def _orders(problem, data, params0, settings, sweeps: int, seed: int = 3) -> tuple:
-    """(seed ``seed`` alone, the stack of ``params0``, the reversed stack): the runs seed-order tests compare."""
-    alone = solve_stacked(CPU, problem, data, [params0[seed]], settings, sweeps)[0]
-    return (alone, solve_stacked(CPU, problem, data, params0, settings, sweeps),
-            solve_stacked(CPU, problem, data, params0[::-1], settings, sweeps))
+def _orders(problem, data, params0, settings, sweeps: int, seed: int = 3, **kw) -> tuple:
+    """(seed ``seed`` alone, the stack of ``params0``, the reversed stack): the runs seed-order tests compare
+    (``kw``: solve_stacked's own, e.g. trial_batch)."""
+    alone = solve_stacked(CPU, problem, data, [params0[seed]], settings, sweeps, **kw)[0]
+    return (alone, solve_stacked(CPU, problem, data, params0, settings, sweeps, **kw),
+            solve_stacked(CPU, problem, data, params0[::-1], settings, sweeps, **kw))
 
 
 def _check(pde, d, solution, L, settings, sweeps, seeds=3, change=None):
@@ -223,15 +224,17 @@ class _MemoryCheckpoint:
         self.saves += 1
 
 
-@pytest.mark.parametrize("settings", [PAPER, {**PAPER, "backoff_max": 4}, {**THROUGH, "w3_b3": "joint"}])
-def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings):
+@pytest.mark.parametrize("settings,k", [(PAPER, 1), ({**PAPER, "backoff_max": 4}, 1), ({**THROUGH, "w3_b3": "joint"}, 1),
+                                        (PAPER, 2), ({**PAPER, "backoff_max": 4, "tau": 1e-3}, 3)])
+def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings, k):
     """Stopped after sweep 4 (KeyboardInterrupt from progress, as a Ctrl-C), resumed twice over: every seed's
-    result is the uninterrupted stack's, a seed diverged before the stop included."""
+    result is the uninterrupted stack's, a seed diverged before the stop included; with a trial batch k, resumed
+    with the same k."""
     problem, data = _data("hyperbolic", 3, None)
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
     params0[1] = [(W * 1e200, b) for W, b in params0[1]]
     np_state = np.seterr(all="ignore")
-    whole = solve_stacked(CPU, problem, data, params0, settings, 9)
+    whole = solve_stacked(CPU, problem, data, params0, settings, 9, trial_batch=k)
     ckpt = _MemoryCheckpoint()
 
     def stop_at(n):
@@ -242,8 +245,86 @@ def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings):
 
     for n in (4, 7):
         with pytest.raises(KeyboardInterrupt):
-            solve_stacked(CPU, problem, data, params0, settings, 9, progress=stop_at(n), checkpoint=ckpt)
-    resumed = solve_stacked(CPU, problem, data, params0, settings, 9, checkpoint=ckpt)
+            solve_stacked(CPU, problem, data, params0, settings, 9, progress=stop_at(n), checkpoint=ckpt,
+                          trial_batch=k)
+    resumed = solve_stacked(CPU, problem, data, params0, settings, 9, checkpoint=ckpt, trial_batch=k)
     np.seterr(**np_state)
     assert all(_same(r, w) for r, w in zip(resumed, whole))
     assert resumed[0].diagnostics["resumed_at_sweeps"] == [4, 7] and ckpt.saves == 4 + 3 + 1
+
+
+def _trial_evaluations(monkeypatch) -> list:
+    """A list that counts the trial evaluations (accel/trials.py: a batch of k trials, or one) of the runs after."""
+    from lysep_cli.accel import trials
+
+    calls: list = []
+    evaluate = trials.BlockTrials.evaluate_rows
+
+    def counted(self, i, steps, dev, trying):
+        calls.append(len(steps))
+        return evaluate(self, i, steps, dev, trying)
+
+    monkeypatch.setattr(trials.BlockTrials, "evaluate_rows", counted)
+    return calls
+
+
+def _scaled(scales):
+    def change(params0):
+        for i, c in scales.items():
+            params0[i] = [(W * c, b * c) for W, b in params0[i]]
+    return change
+
+
+#: L = 2..5; back-off; w3_b3 joint and weights through; seeds that backtrack far (weights 1e6x: ~100 trials a
+#: sweep), that leave their first sweep (1e30x: J_S not finite after a closed-form block) and that diverged at
+#: their initial network (1e200x)
+BATCHED = [("elliptic", 2, "exp-sin", 2, PAPER, {1: 1e6}), ("elliptic", 2, "exp-sin", 3, PAPER, {}),
+           ("hyperbolic", 3, None, 3, {**PAPER, "tau": 1e-3}, {1: 1e6, 2: 1e30, 3: 1e200}),
+           ("parabolic", 3, None, 4, {**PAPER, "backoff_max": 4, "tau": 1e-3}, {1: 1e6}),
+           ("hyperbolic", 2, None, 5, {**THROUGH, "w3_b3": "joint"}, {2: 1e200}),
+           ("elliptic", 2, "exp-sin", 3, {**JOINT, "backoff_max": 16, "tau": 1e-3}, {0: 1e6})]
+
+
+@pytest.mark.parametrize("pde,d,solution,L,settings,scales", BATCHED)
+def test_batched_trials_give_each_seed_the_unbatched_run_bit_for_bit(pde, d, solution, L, settings, scales,
+                                                                     monkeypatch):
+    """trial_batch k = 2, 3 (a block's first k backtracking trials evaluated at once) against k = 1: every seed's
+    histories, network, status and diagnostics (trials, unchanged_trials, accepted steps, step sizes) the same
+    bits, with fewer evaluations; k = 1 is the CPU engine's run (test_each_seed_is_the_cpu_lysep_run_bit_for_bit)."""
+    problem, data = _data(pde, d, solution)
+    params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(4)]
+    _scaled(scales)(params0)
+    calls = _trial_evaluations(monkeypatch)
+    runs = {}
+    with np.errstate(all="ignore"):
+        for k in (1, 2, 3):
+            calls.clear()
+            runs[k] = (solve_stacked(CPU, problem, data, params0, settings, 6, trial_batch=k), len(calls), max(calls))
+    for k in (2, 3):
+        assert all(_same(a, b) for a, b in zip(runs[1][0], runs[k][0]))
+        assert runs[k][0][0].diagnostics["trial_batch"] == k and runs[k][2] == k
+    assert runs[1][0][0].diagnostics["trial_batch"] == 1 and runs[1][2] == 1
+    assert runs[3][1] <= runs[2][1] < runs[1][1]  # fewer evaluations: some block made 2 or more trials
+    statuses = [(r.status, r.diverged_at) for r in runs[1][0]]
+    if 2 in scales and scales[2] == 1e30:
+        assert statuses[2] == ("diverged", 1) and statuses[3] == ("diverged", 0) and statuses[0] == ("ok", None)
+        assert runs[1][0][1].diagnostics["trials"] > 200  # the seed that backtracks far
+
+
+def test_batched_trials_do_not_make_a_seed_depend_on_its_stack():
+    problem, data = _data("hyperbolic", 3, None)
+    params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(6)]
+    _scaled({1: 1e6, 4: 1e30})(params0)
+    with np.errstate(all="ignore"):
+        alone, six, backwards = _orders(problem, data, params0, {**PAPER, "tau": 1e-3}, 5, trial_batch=2)
+        unbatched = solve_stacked(CPU, problem, data, params0, {**PAPER, "tau": 1e-3}, 5)
+    assert _same(alone, six[3]) and _same(alone, backwards[2]) and _same(six[1], backwards[4])
+    assert all(_same(a, b) for a, b in zip(six, unbatched))
+
+
+def test_a_bad_trial_batch_is_refused():
+    problem, data = _data("elliptic", 2, "exp-sin")
+    params0 = [network.init_params(problem.n_in, 3, 5, 0)]
+    for k in (0, 1.5):
+        with pytest.raises(ValueError, match="trial_batch"):
+            solve_stacked(CPU, problem, data, params0, PAPER, 1, trial_batch=k)

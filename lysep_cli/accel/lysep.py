@@ -7,7 +7,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
 
 - each gradient block's backtracking (or fixed) step by lysep_cli/accel/steps.py, every seed accepting or
   rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
-  seed J0 (algorithm.same_bits);
+  seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at once, as one stack of
+  trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run the same);
 - the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
   (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
   (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device
@@ -31,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq, partials
+from lysep_cli.accel import engine, lstsq, partials, trials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.partials import _sumall
@@ -286,17 +287,24 @@ def compute_terms(st: State, data: Data) -> Terms:
 def update_terms(terms: Terms, block: str, st: State, data: Data, own_map: Array | None = None) -> Terms:
     """loss.update_terms: only the groups ``block`` touches are recomputed."""
     groups = affects(block, st.L)
-    e, r = dict(terms.e), terms.r
+    e, r, E = terms.e.copy(), terms.r, terms._E.copy()  # a trial batch's terms: trials.Tiled, copied lazily
     for name in groups:
+        E.pop(name, None)
         if name == "fit":
             r = compute_group("fit", st, data)
         elif name == block and own_map is not None:
-            e[name] = st.xp.subtract(own_map, st.v[name])
+            e[name] = _own_residual(st.xp, own_map, st.v[name])
         else:
             e[name] = compute_group(name, st, data)
     # W_L and b_L touch r only: the constraints, the weights and so P stay
-    return Terms(st.xp, e, r, {k: x for k, x in terms._E.items() if k not in groups},
-                 terms.P if groups == ("fit",) else None)
+    return Terms(st.xp, e, r, E, terms.P if groups == ("fit",) else None)
+
+
+def _own_residual(xp: Any, own_map: Array, v: Array) -> Array:
+    """own_map - v, own_map (S, ...) the block's layer map, v (S, ...) or a trial batch's (r S, ...)."""
+    if own_map.shape[0] == v.shape[0]:
+        return xp.subtract(own_map, v)
+    return xp.subtract(own_map[None], v.reshape((-1,) + own_map.shape)).reshape(v.shape)
 
 
 def penalty(terms: Terms, wt: Weights, L: int) -> Array:
@@ -389,26 +397,48 @@ def _frozen_gradient(block: str, st: State, data: Data, terms: Terms, wt: Weight
     raise KeyError(block)
 
 
-def _same_bits(xp: Any, a: Array, b: Array) -> Array:
-    """Per seed, whether a[s] and b[s] hold the same bits (algorithm.same_bits), (S,) bool."""
-    S = a.shape[0]
-    return xp.all(xp.ascontiguousarray(a).view(xp.int64).reshape(S, -1)
-                  == xp.ascontiguousarray(b).view(xp.int64).reshape(S, -1), axis=1)
-
-
 def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
     """new where mask (S,) (per seed, on the device: uploaded once by the caller), else old."""
     return xp.where(mask.reshape((mask.size,) + (1,) * (new.ndim - 1)), new, old)
 
 
-def _step_table(t0: np.ndarray, shrink: float, n: int) -> np.ndarray:
-    """The steps of a block's n trials, (n, S): t0, t0 shrink, (t0 shrink) shrink, .. (the backtracking rule's
-    products in its order, so a trying seed's row i is its trial i's step bit for bit)."""
-    table = np.empty((n, t0.size))
-    table[0] = t0
-    for i in range(1, n):  # loop over the trials (host, n = max_tries)
-        table[i] = table[i - 1] * shrink
-    return table
+#: the cached values a trial batch tiles from its base state when it reads them (arrays with a leading seed
+#: axis); the others (sigma's values, the fit matrix, the weights at L != 3) it computes anew
+_TILED_KINDS = ("w", "w1", "nd", "nq", "paper")
+
+
+def _tiled(st: State, terms: Terms, block: str, xt: Array, k: int, reads: list) -> tuple[State, Terms]:
+    """The state and terms of k trials of ``block`` at once, k S seeds (row i: seeds i S .. (i+1) S - 1): the
+    block's variable xt (k S, ...), every other variable, cached value and term of ``st``/``terms`` tiled k
+    times when first read (trials.Tiled); r tiled unless the block's terms recompute it.  ``reads``: what the
+    block's last batch tiled (:func:`_reads`), tiled here at once (trials.tile_many: one copy for the small)."""
+    xp, L = st.xp, st.L
+    v = trials.Tiled(st.v, xp, k)
+    v[block] = xt
+    maps = (v, trials.Tiled(st.cache, xp, k, lambda key: key[0] in _TILED_KINDS and block not in _sources(key, L)),
+            trials.Tiled(terms.e, xp, k), trials.Tiled(terms._E, xp, k))
+    wanted = [(m, key) for m, key in reads if maps[m]._lazy(key)]
+    need_r = "fit" not in affects(block, L)  # else update_terms computes r
+    tiles = trials.tile_many(xp, [maps[m].base[key] for m, key in wanted] + ([terms.r] if need_r else []), k)
+    for (m, key), a in zip(wanted, tiles):
+        maps[m].put_tile(key, a)
+    return State(xp, L, v, st.plan, maps[1]), Terms(xp, maps[2], tiles[-1] if need_r else None, maps[3])
+
+
+def _reads(st2: State, t2: Terms) -> list:
+    """What a trial batch (:func:`_tiled`) tiled: (mapping, key) pairs."""
+    return [(m, key) for m, mp in enumerate((st2.v, st2.cache, t2.e, t2._E)) for key in mp.tiled]
+
+
+def _row(st: State, terms: Terms, st2: State, t2: Terms, block: str, i: int) -> tuple[State, Terms]:
+    """Row i of a trial batch (:func:`_tiled`) as a trial state of S seeds for the step's accept: the block's
+    variable, its terms and r, and the cached values the batch computed (views)."""
+    S = st.v[block].shape[0]
+    rows = slice(i * S, (i + 1) * S)
+    cache = {key: c[rows] for key, c in dict.items(st2.cache) if key[0] in _TILED_KINDS and key not in st2.cache.tiled}
+    e = {name: t2.e[name][rows] for name in affects(block, st.L) if name != "fit"}
+    return (State(st.xp, st.L, {block: st2.v[block][rows]}, st.plan, cache),
+            Terms(st.xp, e, terms.r if "fit" not in affects(block, st.L) else t2.r[rows]))
 
 
 def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None:
@@ -433,13 +463,17 @@ class StackedIteration:
     """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
 
     def __init__(self, be: Backend, params0: list[Params], data: Data, settings: Settings, w_solve: str | None = None,
-                 workers: int | None = None):
+                 workers: int | None = None, trial_batch: int | None = None):
         xp = self.xp = be.xp
         self.be, self.data, self.s = be, data, settings
         self.w_solve = lstsq.default_w_solve(xp) if w_solve is None else w_solve
         if self.w_solve not in lstsq.W_SOLVES:
             raise ValueError(f"w_solve must be one of {', '.join(lstsq.W_SOLVES)}, got {self.w_solve!r}")
         self.workers = lstsq.default_workers(len(params0)) if workers is None else workers
+        self.trial_batch = trials.default_trial_batch(xp) if trial_batch is None else trial_batch
+        if not (isinstance(self.trial_batch, int) and self.trial_batch >= 1):
+            raise ValueError(f"trial_batch must be an integer >= 1, got {self.trial_batch!r}")
+        self._reads: dict[str, list] = {}  # per block, what its last trial batch tiled (_tiled)
         self.L = len(params0[0])
         self.S = len(params0)
         self.blocks = gradient_blocks(self.L)
@@ -511,45 +545,29 @@ class StackedIteration:
         wt = weights(st, data)
         g = gradient(block, st, data, terms, wt, self.s.weights)
         J0 = self.J_S.copy()
-        x = st.v[block]
-        own: list = []
+        own: list = []  # the block's own layer map (a, d, q blocks of layers >= 2), made at the first evaluation
         accepted: dict[str, Any] = {}
-        steps: list = []  # the block's trial steps on the device, uploaded once (_step_table)
         backtracking = self.s.step_rule == "backtracking"
-        g2_dev = _sumall(xp, g * g) if backtracking else None  # ||g||^2 (S,): to the host with a trial's J_S
-        g2_host: list = [] if backtracking else [None]
+        rule = self.rules[block] if backtracking else None
 
-        def g2() -> np.ndarray:
-            if not g2_host:  # the first trial synced only its unchanged-bits flags
-                g2_host.append(be.host(g2_dev))
-            return g2_host[0]
+        def evaluate(xt: Array, rows: int) -> tuple[Array, Callable[[int], Any]]:
+            """J_S (rows S,) of the states with the block's variable xt (rows S, ...), and row i's state."""
+            if block[0] in "adq" and int(block[1:]) >= 2 and not own:
+                own.append(layer_map(block, st, data))
+            if rows == 1:
+                st2, t2 = st.with_(**{block: xt}), terms
+            else:
+                st2, t2 = _tiled(st, terms, block, xt, rows, self._reads.get(block, []))
+            t2 = update_terms(t2, block, st2, data, own[0] if own else None)
+            J = lysep_loss(st2, data, t2)
+            if rows > 1:
+                self._reads[block] = _reads(st2, t2)
+            return J, (lambda i: (st2, t2)) if rows == 1 else (lambda i: _row(st, terms, st2, t2, block, i))
 
-        def trial(t: np.ndarray, trying: np.ndarray):
-            self.trials += trying
-            xt = x - self._device_step(steps, block, t, trying).reshape((self.S,) + (1,) * (x.ndim - 1)) * g
-            same_d = _same_bits(xp, xt, x)
-            first = self.unchanged_last.get(block, False)  # the block's last trial changed nothing: test that first
-            if first:
-                same = be.host(same_d) & trying
-            if not first or not (same | ~trying).all():
-                st2 = st.with_(**{block: xt})
-                if block[0] in "adq" and int(block[1:]) >= 2 and not own:
-                    own.append(layer_map(block, st, data))
-                t2 = update_terms(terms, block, st2, data, own[0] if own else None)
-                # one host copy: J_S after the step, beside it (unless synced first) whether the step left the
-                # bits unchanged, and at the block's first copy ||g||^2
-                parts = [lysep_loss(st2, data, t2)] + ([] if first else [same_d]) + ([] if g2_host else [g2_dev])
-                both = be.host(xp.concatenate(parts))
-                J, rest = both[:self.S], both[self.S:]
-                if not first:
-                    same, rest = (rest[:self.S] != 0) & trying, rest[self.S:]
-                if not g2_host:
-                    g2_host.append(rest)
-            self.unchanged_trials += same
-            self.unchanged_last[block] = bool((same | ~trying).all())
-            if self.unchanged_last[block]:
-                return J0.copy(), (st, terms)
-            return np.where(same, J0, J), (st2, t2)
+        trial = trials.BlockTrials(be, st.v[block], g, J0, evaluate, (st, terms), self.trials, self.unchanged_trials,
+                                   self.unchanged_last.get(block, False), rule.shrink if rule else None,
+                                   rule.max_tries if rule else 1, self.trial_batch,
+                                   _sumall(xp, g * g) if backtracking else None)  # ||g||^2 (S,)
 
         def accept(payload, mask: np.ndarray) -> None:
             st2, t2 = payload
@@ -565,29 +583,17 @@ class StackedIteration:
             _merge_cache(xp, m, st2.cache, base_st.cache, new.cache)
             accepted["state"] = (new, Terms(xp, e, r))
 
-        if backtracking:
-            J, _, moved = self.rules[block].step(J0, g2, trial, accept, active)
+        if rule is not None:
+            J, _, moved = rule.step(J0, trial.g2, trial, accept, active)
         else:  # the paper's fixed step, always accepted
             J, payload = trial(np.full(self.S, self.s.tau), active)
             accept(payload, active)
             moved = active.copy()
+        self.unchanged_last[block] = trial.unchanged_last
         if "state" in accepted:
             self.st, self.terms = accepted["state"]
         self.J_S = np.where(moved, J, self.J_S)
         self.accepted_steps[block] += moved
-
-    def _device_step(self, steps: list, block: str, t: np.ndarray, trying: np.ndarray) -> Array:
-        """t (S,) on the device: the row of the block's step table (uploaded at its first trial) whose trying
-        seeds' steps are t's, else t uploaded."""
-        if not steps:
-            rule = self.rules.get(block) if self.s.step_rule == "backtracking" else None
-            table = _step_table(t, rule.shrink, max(rule.max_tries, 1)) if rule else t[None, :]
-            steps += [table, self.xp.asarray(table), 0]
-        table, dev, i = steps
-        steps[2] = i + 1
-        if i < len(table) and np.array_equal(table[i][trying], t[trying]):
-            return dev[i]
-        return self.xp.asarray(t)
 
     def _solve_W3(self, active: np.ndarray, with_cond: bool) -> tuple[Array, Array | None]:
         """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), or
@@ -682,13 +688,16 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
                   settings: Settings | dict[str, Any], iterations: int,
                   progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 1,
                   checkpoint: Checkpoint | None = None, w_solve: str | None = None,
-                  w_workers: int | None = None) -> list[SolveResult]:
+                  w_workers: int | None = None, trial_batch: int | None = None) -> list[SolveResult]:
     """algorithm.solve for every network of ``params0`` (one per seed), stacked: one SolveResult per seed,
     the CPU solver's bit for bit with ``w_solve`` "host" (timings are the stack's).  ``checkpoint``: the
     stack's, resumed from when it holds this stack's state and saved as it comes due; the results are the
     uninterrupted run's.  ``w_solve``: where W_L's least squares are done (accel/lstsq.py; None: the
     device's default, "host" on NumPy, "reduced" on CuPy), recorded as ``diagnostics.W3_solve``;
-    ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed)."""
+    ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed);
+    ``trial_batch``: a block's first k backtracking trials evaluated at once (accel/trials.py; None: the
+    device's default, 1 on NumPy, 2 on CuPy; every seed's result is the k = 1 run's), recorded as
+    ``diagnostics.trial_batch``."""
     s = Settings.coerce(settings)
     xp = be.xp
     ld = Data.of(be, data)
@@ -697,7 +706,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     S, L = len(params0), len(params0[0])
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
     factor = bound_factor(problem.pde, problem.d) * C
-    it = StackedIteration(be, params0, ld, s, w_solve, w_workers)
+    it = StackedIteration(be, params0, ld, s, w_solve, w_workers, trial_batch)
     J = pinn_J(be, it.network(), ld, pinn_plan)
     with np.errstate(divide="ignore", invalid="ignore"):
         worst = np.where(it.J_S > 0, J / it.J_S, np.nan)
@@ -793,6 +802,7 @@ def _result(i: int, params: Params, params0: Params, hist_J: list[float], hist_J
         "W3_system_cond_first": float(cond_first),
         "W3_system_cond_last": float(it.last_cond[i]),
         "W3_solve": it.w_solve,
+        "trial_batch": it.trial_batch,
         **({"W3_system_rank_first": rank_first, "W3_system_rank_last": it.last_rank[i],
             "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size + (s.w3_b3 == "joint"))}
            if s.lstsq == "basic" else {}),
