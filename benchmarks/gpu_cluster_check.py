@@ -89,6 +89,11 @@ def compare(spec, here: Path, there: Path) -> tuple[int, list[str]]:
     return len(mine), problems
 
 
+def write(out: Path, result: dict, text: str) -> None:
+    out.with_suffix(".txt").write_text(text)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu-stacked"))
@@ -141,43 +146,44 @@ def main() -> int:
                     here.append(timed(spec, keys, args.iterations, root / f"here{r}", args.device))
                     there.append(timed(spec, keys, args.iterations, root / f"there{r}", args.device, session))
             n, problems = compare(spec, root / "here0", root / "there0")
-            local_seconds, local_problems = None, []
-            if args.local > 0:  # a LocalCluster of --local workers (one GPU: all share it)
-                t0 = time.perf_counter()
-                with cluster.Session.open(cluster.Target(local_workers=args.local), timeout=60,
-                                          device=args.device) as session:
-                    timed(spec, keys, args.iterations, root / "local", args.device, session)
-                local_seconds = time.perf_counter() - t0
-                local_problems = compare(spec, root / "here0", root / "local")[1]
             versions = records.load_records(root / "there0", [spec.name]).records[0].versions
         finally:
             for proc in reversed(procs):
                 stop(proc)
-    result = {"device": args.device, "experiment": spec.name, "sizes": args.sizes, "solvers": args.solver,
-              "seeds": args.seeds, "iterations": args.iterations, "stacks": stacks, "records": n,
-              "identical": not problems, "problems": problems[:10], "worker_device_facts": facts,
-              "local_workers": args.local, "local_identical": not local_problems,
-              "local_problems": local_problems[:10], "local_seconds_with_start": local_seconds,
-              "record_device_keys": {k: versions.get(k) for k in DEVICE_KEYS},
-              "worker_start_seconds": worker_start, "repeats": args.repeats, "here_seconds": here,
-              "cluster_seconds": there, "overhead_per_stack_seconds": (min(there) - min(here)) / stacks,
-              "loadavg": os.getloadavg()}
-    text = (f"{n} records ({stacks} stacks: {args.solver} {spec.name} {args.sizes}, {args.seeds} seeds, "
-            f"{args.iterations} iterations), --device {args.device}, here and on one dask worker "
-            f"(CUDA_VISIBLE_DEVICES=0, --preload lysep_cli.platform_pin):\n"
-            f"  records identical (weights, histories, finals, fingerprint): {not problems}"
-            + "".join(f"\n    {p}" for p in problems[:10]) +
-            f"\n  the records' device entries: {result['record_device_keys']}\n"
-            f"  wall time, best of {args.repeats} alternating rounds after a warm-up run each: here {min(here):.2f} s, "
-            f"on the worker {min(there):.2f} s: {result['overhead_per_stack_seconds']:+.3f} s per stack "
-            f"(all rounds: here {', '.join(f'{t:.2f}' for t in here)}; worker {', '.join(f'{t:.2f}' for t in there)}); "
-            f"worker start-up {worker_start:.1f} s; load average {result['loadavg'][0]:.2f}\n"
-            + ("" if local_seconds is None else
-               f"  --scheduler local:{args.local} (a LocalCluster, its workers on the GPUs round-robin): records "
-               f"identical to here: {not local_problems}" + "".join(f"\n    {p}" for p in local_problems[:10]) +
-               f"; {local_seconds:.2f} s with the cluster's start and each worker's first compilation\n"))
-    out.with_suffix(".txt").write_text(text)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+        result = {"device": args.device, "experiment": spec.name, "sizes": args.sizes, "solvers": args.solver,
+                  "seeds": args.seeds, "iterations": args.iterations, "stacks": stacks, "records": n,
+                  "identical": not problems, "problems": problems[:10], "worker_device_facts": facts,
+                  "record_device_keys": {k: versions.get(k) for k in DEVICE_KEYS},
+                  "worker_start_seconds": worker_start, "repeats": args.repeats, "here_seconds": here,
+                  "cluster_seconds": there, "overhead_per_stack_seconds": (min(there) - min(here)) / stacks,
+                  "loadavg": os.getloadavg()}
+        text = (f"{n} records ({stacks} stacks: {args.solver} {spec.name} {args.sizes}, {args.seeds} seeds, "
+                f"{args.iterations} iterations), --device {args.device}, here and on one dask worker "
+                f"(CUDA_VISIBLE_DEVICES=0, --preload lysep_cli.platform_pin):\n"
+                f"  records identical (weights, histories, finals, fingerprint): {not problems}"
+                + "".join(f"\n    {p}" for p in problems[:10]) +
+                f"\n  the records' device entries: {result['record_device_keys']}\n"
+                f"  wall time, best of {args.repeats} alternating rounds after a warm-up run each: here "
+                f"{min(here):.2f} s, on the worker {min(there):.2f} s: {result['overhead_per_stack_seconds']:+.3f} s "
+                f"per stack (all rounds: here {', '.join(f'{t:.2f}' for t in here)}; worker "
+                f"{', '.join(f'{t:.2f}' for t in there)}); worker start-up {worker_start:.1f} s; load average "
+                f"{result['loadavg'][0]:.2f}\n")
+        write(out, result, text)  # kept should the LocalCluster's run below outlast the script's time
+        local_problems: list[str] = []
+        if args.local > 0:  # a LocalCluster of --local workers (one GPU: all share it)
+            t0 = time.perf_counter()
+            with cluster.Session.open(cluster.Target(local_workers=args.local), timeout=60,
+                                      device=args.device) as session:
+                timed(spec, keys, args.iterations, root / "local", args.device, session)
+            local_seconds = time.perf_counter() - t0
+            local_problems = compare(spec, root / "here0", root / "local")[1]
+            result.update(local_workers=args.local, local_identical=not local_problems,
+                          local_problems=local_problems[:10], local_seconds_with_start=local_seconds)
+            text += (f"  --scheduler local:{args.local} (a LocalCluster, its workers on the GPUs round-robin): "
+                     f"records identical to here: {not local_problems}"
+                     + "".join(f"\n    {p}" for p in local_problems[:10]) +
+                     f"; {local_seconds:.2f} s with the cluster's start and each worker's first compilation\n")
+            write(out, result, text)
     print(text, end="")
     return 1 if problems or local_problems else 0
 
