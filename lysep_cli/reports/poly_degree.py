@@ -17,7 +17,8 @@ Output: ``RESULTS/<experiment>/study-poly-degree/runs.csv`` (one row per degree)
 :func:`hardness` is the headline block (``lysep study poly-summary``): per experiment, the paper's best
 LySep J and l2 (over its sizes), the smallest degree at which poly reaches each (or how far it stays),
 beside the best cell (by mean J) of PINN, LySep, rfls and rfm in the archive, with parameter counts and
-CPU seconds.
+CPU seconds; its caption says how each held-out degree was decided (:func:`held_out_note`: near the
+tolerance, or at the P <= N/4 cap) and on which CPUs the records were made (:func:`platform_note`).
 """
 
 from __future__ import annotations
