@@ -17,7 +17,8 @@ Output: ``RESULTS/<experiment>/study-poly-degree/runs.csv`` (one row per degree)
 :func:`hardness` is the headline block (``lysep study poly-summary``): per experiment, the paper's best
 LySep J and l2 (over its sizes), the smallest degree at which poly reaches each (or how far it stays),
 beside the best cell (by mean J) of PINN, LySep, rfls and rfm in the archive, with parameter counts and
-CPU seconds.
+CPU seconds; its caption says how each held-out degree was decided (:func:`held_out_note`: near the
+tolerance, or at the P <= N/4 cap) and on which CPUs the records were made (:func:`platform_note`).
 """
 
 from __future__ import annotations
@@ -182,17 +183,55 @@ def _cell_text(J: float, l2: float, params: int, seconds: float) -> str:
     return f"{sci(J)} / {sci(l2)} ({params:,} p, {seconds:.2g} s)"
 
 
+def held_out_note(name: str, study: pd.DataFrame, n_in: int, n_train: int) -> str:
+    """What the held-out degree is, in words: the chosen k, how close its held-out residual J_hold is to
+    TOLERANCE times the least one (and what the degree of that least one has), and whether the study was
+    stopped by the P <= n_train / 4 cap while J_hold still fell ("elliptic-10d: k = 0, its J_hold 1.81x the
+    least, against the tolerance 2 (the least at k = 2, whose J and l2 are 0.51x and 0.53x k = 0's)")."""
+    k = chosen_degree(study)
+    top = max_degree(n_in, n_train)
+    best = study.loc[study.J_hold.idxmin()]
+    row = study[study.degree == k].iloc[0]
+    text = f"{name}: k = {k}"
+    if int(best.degree) != k:
+        text += (f", its J_hold {row.J_hold / best.J_hold:.3g}× the least, against the tolerance {TOLERANCE:g} "
+                 f"(the least at k = {int(best.degree)}, whose J and ℓ2 are {best.J / row.J:.2g}× and "
+                 f"{best.l2 / row.l2:.2g}× k = {k}'s)")
+    if int(study.degree.max()) == top and int(best.degree) == top:
+        text += f", where the cap P ≤ N/4 (k ≤ {top}) stops the study with J_hold still falling"
+    return text
+
+
+def _machine(record: Any) -> str:
+    """The CPU of a record's fingerprint, without trademark signs ("Intel Xeon Processor, 2 CPUs")."""
+    return str(record.versions.get("machine", "machine unrecorded")).replace("(R)", "").replace("(TM)", "")
+
+
+def platform_note(records: list[Any]) -> str:
+    """Where the CPU seconds of the block were measured, from the records' fingerprints: poly's records
+    against those of the other solvers (named when they differ)."""
+    def machines(solvers: tuple[str, ...]) -> str:
+        return " and ".join(sorted({_machine(r) for r in records if r.solver in solvers})) or "no records"
+
+    poly, others = machines(("poly",)), machines(OTHERS)
+    if poly == others:
+        return f"CPU seconds: every record on {poly}."
+    return (f"CPU seconds from two platforms (the records' fingerprints): poly on {poly}; "
+            f"{', '.join(display_name(s) for s in OTHERS)} on {others}.")
+
+
 def hardness(specs: list[ExperimentSpec], sel: Selection, studies: dict[str, pd.DataFrame | None]) -> str:
     """The "how hard is each table" Markdown block (module docstring)."""
     from tabulate import tabulate
 
-    rows = []
+    rows, notes = [], []
     df_all = aggregate(sel.records)
     for spec in specs:
         n_in = experiment_data(spec).problem.n_in
         study = studies.get(spec.name)
         tJ, tl2 = paper_best(spec, "J"), paper_best(spec, "l2")
         if study is not None and len(study):
+            notes.append(held_out_note(spec.name, study, n_in, spec.n_train))
             k = chosen_degree(study)
             r = study[study.degree == k].iloc[0]
             chosen = _cell_text(r.J, r.l2, int(r.P), r.cpu_seconds) + f", k = {k}"
@@ -216,7 +255,8 @@ def hardness(specs: list[ExperimentSpec], sel: Selection, studies: dict[str, pd.
             "own). poly: φ a polynomial of total degree ≤ k in (t, x), ψ = B·φ, one least-squares solve on the "
             "same training set (`lysep study poly-degree`, RESULTS/<experiment>/study-poly-degree/); reaches: "
             "the smallest k whose J (ℓ2) is at or below the paper's, with its coefficient count P and CPU "
-            "seconds; held-out degree: chosen on a held-out 20 % of the training points, never on the test "
-            "error. Best cell: the (L,M) of our archive with the least mean J over its seeds; J / ℓ2 means, p: "
+            "seconds; held-out degree: the smallest k whose residual on a held-out 20 % of the training points "
+            f"(J_hold) is within {TOLERANCE:g}× the least, never chosen on the test error"
+            + (f": {'; '.join(notes)}" if notes else "") + ". Best cell: the (L,M) of our archive with the least mean J over its seeds; J / ℓ2 means, p: "
             "the network's weights and biases (rfls and rfm fit only the M + 1 of the output layer), s: mean "
-            "CPU seconds per run.\n")
+            "CPU seconds per run. " + platform_note(sel.records) + "\n")
