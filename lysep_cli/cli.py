@@ -500,6 +500,33 @@ def study_poly_summary(
     typer.echo(hardness(shown, sel, studies), nl=False)
 
 
+@study_app.command("kappa", cls=opt.Command)
+@_guarded("nothing written")
+def study_kappa(
+    families: Optional[list[str]] = typer.Argument(None, help="family names (default: every family of the file)"),
+    out: Path = typer.Option(Path("results/harder"), "--out", parser=path_value,
+                             help="writes OUT/study-kappa/kappa.csv, kappa.md and OUT/experiments.yaml"),
+    config: Config = None,
+) -> None:
+    """Each family's kappa from the one-solve baselines alone: poly (largest degree) and rfm (held-out rule)
+    at every kappa of its grid; the smallest kappa with poly's l2 >= 1e-2 (docs/harder.md)."""
+    from lysep_cli.reports.kappa import kappa_study, write_study
+
+    path = config if config is not None else specs.default_config()
+    found, loaded = specs.load_families(path), opt.load(path)
+    if not found:
+        raise BadInput(f"{path}: no families: section (e.g. --config suites/harder.yaml)")
+    unknown = [f for f in families or [] if f not in found]
+    if unknown:
+        raise BadInput(f"unknown family {unknown[0]!r} (choose from {', '.join(found)})")
+    chosen = {k: v for k, v in found.items() if not families or k in families}
+    specs.select_experiments(loaded, [f.member(k) for f in chosen.values() for k in f.kappas])
+    opt.writable_dir(out, "--out")
+    df = kappa_study(chosen, loaded, _say)
+    for written in write_study(df, chosen, loaded, out, f"lysep study kappa --config {path} --out {out}"):
+        typer.echo(str(written))
+
+
 @study_app.command("depth", cls=opt.Command)
 @_guarded("nothing written")
 def study_depth(
