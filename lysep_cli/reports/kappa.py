@@ -219,7 +219,14 @@ def chosen_yaml(problems: dict[str, Any], experiments: dict[str, Any], command: 
     if not experiments:
         return head + "# No family was given a kappa.\n"
     doc = {"problems": problems, "experiments": experiments}
-    return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=200)
+    return head + yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=200)
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """YAML's safe dumper writing a value shared by two experiments twice (no &anchor / *alias)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def markdown(df: pd.DataFrame, families: dict[str, Family]) -> str:
