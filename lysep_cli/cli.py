@@ -527,6 +527,27 @@ def study_kappa(
         typer.echo(str(written))
 
 
+@study_app.command("budget", cls=opt.Command)
+@_guarded("nothing written")
+def study_budget(
+    experiments: Experiments = None,
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x30,3x50 instead of the spec's (iterative solvers)"),
+    inits: int = typer.Option(2, "--inits", parser=whole_number, help="initialisations per seeded run"),
+    budget: float = typer.Option(8.0, "--budget", parser=decimal_number, help="CPU hours"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """What running EXPERIMENTS will cost, from the per-iteration rates of the records in --results (the
+    archive): runs and CPU hours per solver (a Markdown table; runs nothing)."""
+    from lysep_cli.reports.budget import archive_rates, estimate, markdown
+
+    chosen = specs.select_experiments(opt.load(config), experiments)
+    opt.positive(inits, "--inits")
+    rates = archive_rates(records.load_records(results).records)
+    rows = [r for s in chosen for r in estimate(s, rates, specs.parse_sizes(sizes, s) if sizes else None, inits)]
+    typer.echo(markdown(rows, budget), nl=False)
+
+
 @study_app.command("depth", cls=opt.Command)
 @_guarded("nothing written")
 def study_depth(
