@@ -25,6 +25,10 @@ first fault as the experiment's ``invalid``; :func:`select_experiments` builds a
 of the experiments a command names (sympy, the checks of lysep_cli/numerics/user_problems.py at the
 check points and the experiment's training and test points) and refuses a faulty one in one line; with
 no name given it leaves such experiments out.  ``lysep list`` shows each with :func:`refusal`.
+
+A ``families:`` section (:class:`Family`) holds problems with one knob ``kappa`` in their formulas and a grid
+of kappa; :func:`load_specs` expands each into members ``NAME-k<kappa>``, a problem and an experiment each
+(docs/harder.md).  Top-level keys ``x-NAME`` are not read (a place for YAML anchors).
 """
 
 from __future__ import annotations
