@@ -541,8 +541,8 @@ def study_budget(
     archive): runs and CPU hours per solver (a Markdown table; runs nothing)."""
     from lysep_cli.reports.budget import archive_rates, estimate, markdown
 
-    chosen = specs.select_experiments(opt.load(config), experiments)
     opt.positive(inits, "--inits")
+    chosen = specs.select_experiments(opt.load(config), experiments)
     rates = archive_rates(records.load_records(results).records)
     rows = [r for s in chosen for r in estimate(s, rates, specs.parse_sizes(sizes, s) if sizes else None, inits)]
     typer.echo(markdown(rows, budget), nl=False)

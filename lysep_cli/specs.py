@@ -396,6 +396,16 @@ class Family:
         return {**self.experiment, "problem": self.member(kappa)}
 
 
+def _finite_number(k: Any) -> bool:
+    """A YAML int or float that is a finite float (an int of 400 digits is not)."""
+    if isinstance(k, bool) or not isinstance(k, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(k))
+    except OverflowError:
+        return False
+
+
 def _parse_families(raw: Any, path: Path) -> dict[str, Family]:
     """The ``families:`` section: each a mapping of kappa_grid (strictly increasing finite numbers, at
     least two), problem (a problem block whose formulas name kappa) and experiment (an experiment block
@@ -417,8 +427,7 @@ def _parse_families(raw: Any, path: Path) -> dict[str, Family]:
             if key not in FAMILY_KEYS:
                 raise ck.fail(f"{where}.{key}", f"unknown key (allowed: {', '.join(FAMILY_KEYS)})")
         grid = block["kappa_grid"]
-        if not isinstance(grid, list) or len(grid) < 2 or not all(
-                isinstance(k, (int, float)) and not isinstance(k, bool) and math.isfinite(k) for k in grid):
+        if not isinstance(grid, list) or len(grid) < 2 or not all(_finite_number(k) for k in grid):
             raise ck.fail(f"{where}.kappa_grid", "expected a list of at least two finite numbers")
         if any(b <= a for a, b in zip(grid, grid[1:])):
             raise ck.fail(f"{where}.kappa_grid", "must be strictly increasing (kappa grows with the difficulty)")

@@ -213,3 +213,18 @@ def test_budget_estimate_reproduces_the_archive_it_is_drawn_from():
     chosen = load_specs(CHOSEN)
     total = sum(r["seconds"] for s in chosen.values() for r in estimate(s, rates))
     assert 0 < total <= 8 * 3600
+
+
+@pytest.mark.parametrize("grid", ["[1, 1e999]", "[1, 1" + "0" * 400 + "]", "[1, true]", "[1]", "1", "[1, .nan]"])
+def test_a_bad_kappa_grid_is_one_line(tmp_path, grid):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.replace("[1, 8, 32]", grid))
+    r = cli.invoke(app, ["list", "--config", str(bad)])
+    assert r.exit_code == 2 and "kappa_grid" in r.output and "Traceback" not in r.output
+
+
+def test_budget_command_bad_input(tmp_path):
+    r = cli.invoke(app, ["study", "budget", "nope", "--config", str(CHOSEN)])
+    assert r.exit_code == 2 and "unknown experiment 'nope'" in r.output
+    r = cli.invoke(app, ["study", "budget", "--inits", "0", "--config", str(CHOSEN)])
+    assert r.exit_code == 2 and "--inits" in r.output
