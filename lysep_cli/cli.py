@@ -509,8 +509,9 @@ def study_kappa(
     config: Config = None,
 ) -> None:
     """Each family's kappa from the one-solve baselines alone: poly (largest degree) and rfm (held-out rule)
-    at every kappa of its grid; the smallest kappa with poly's l2 >= 1e-2 (docs/harder.md)."""
-    from lysep_cli.reports.kappa import kappa_study, write_study
+    at every kappa of its grid; the smallest kappa with poly's l2 >= 1e-2 (docs/harder.md).  Naming some
+    families keeps the other families' rows of an earlier OUT/study-kappa/kappa.csv."""
+    from lysep_cli.reports.kappa import kappa_study, merged, read_rows, write_study
 
     path = config if config is not None else specs.default_config()
     found, loaded = specs.load_families(path), opt.load(path)
@@ -522,8 +523,8 @@ def study_kappa(
     chosen = {k: v for k, v in found.items() if not families or k in families}
     specs.select_experiments(loaded, [f.member(k) for f in chosen.values() for k in f.kappas])
     opt.writable_dir(out, "--out")
-    df = kappa_study(chosen, loaded, _say)
-    for written in write_study(df, chosen, loaded, out, f"lysep study kappa --config {path} --out {out}"):
+    df = merged(read_rows(out), kappa_study(chosen, loaded, _say), found)
+    for written in write_study(df, found, loaded, out, f"lysep study kappa --config {path} --out {out}"):
         typer.echo(str(written))
 
 

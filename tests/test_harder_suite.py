@@ -228,3 +228,14 @@ def test_budget_command_bad_input(tmp_path):
     assert r.exit_code == 2 and "unknown experiment 'nope'" in r.output
     r = cli.invoke(app, ["study", "budget", "--inits", "0", "--config", str(CHOSEN)])
     assert r.exit_code == 2 and "--inits" in r.output
+
+
+def test_a_study_of_some_families_keeps_the_others_rows(tmp_path):
+    config, out = tmp_path / "tiny.yaml", tmp_path / "out"
+    config.write_text(TINY)
+    assert cli.invoke(app, ["study", "kappa", "easy", "--config", str(config), "--out", str(out)]).exit_code == 0
+    assert list(pd.read_csv(out / "study-kappa" / "kappa.csv").family.unique()) == ["easy"]
+    assert cli.invoke(app, ["study", "kappa", "wave", "--config", str(config), "--out", str(out)]).exit_code == 0
+    df = pd.read_csv(out / "study-kappa" / "kappa.csv")
+    assert list(df.family) == ["wave"] * 3 + ["easy"] * 2  # the file's order, easy's rows kept
+    assert list(load_specs(out / "experiments.yaml")) == ["wave-k8"]

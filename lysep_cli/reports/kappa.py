@@ -166,6 +166,27 @@ def kappa_study(families: dict[str, Family], specs: dict[str, ExperimentSpec],
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def merged(done: pd.DataFrame | None, new: pd.DataFrame, families: dict[str, Family]) -> pd.DataFrame:
+    """The rows of ``new``, and those of an earlier kappa.csv (``done``) for the other families of the file
+    (at their grid of now), in the file's family order: a study of some families keeps the others."""
+    keep = []
+    if done is not None and len(done) and set(COLUMNS) <= set(done.columns):
+        for name, family in families.items():
+            old = done[(done.family == name) & done.kappa.isin(family.kappas)]
+            if name not in set(new.family) and len(old) == len(family.kappas):
+                keep.append(old[COLUMNS])
+    order = {name: i for i, name in enumerate(families)}
+    df = pd.concat(keep + [new[COLUMNS]], ignore_index=True) if keep else new[COLUMNS].copy()
+    return df.sort_values(["family", "kappa"], key=lambda c: c.map(order) if c.name == "family" else c,
+                          kind="stable").reset_index(drop=True)
+
+
+def read_rows(out: Path) -> pd.DataFrame | None:
+    """OUT/study-kappa/kappa.csv of an earlier study, None when absent."""
+    path = out / "study-kappa" / "kappa.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
 def choices(df: pd.DataFrame) -> dict[str, Choice]:
     """family -> its :class:`Choice`, from the study's rows."""
     out = {}
@@ -265,7 +286,8 @@ def markdown(df: pd.DataFrame, families: dict[str, Family]) -> str:
 
 def write_study(df: pd.DataFrame, families: dict[str, Family], specs: dict[str, ExperimentSpec], out: Path,
                 command: str) -> list[Path]:
-    """OUT/study-kappa/kappa.csv, kappa.md and OUT/experiments.yaml (each atomically)."""
+    """OUT/study-kappa/kappa.csv, kappa.md and OUT/experiments.yaml (each atomically; ``families``: those
+    of the file, the rows of ``df`` name some or all of them)."""
     study = out / "study-kappa"
     study.mkdir(parents=True, exist_ok=True)
     problems, experiments = chosen_blocks(families, df, specs)
