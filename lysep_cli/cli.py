@@ -500,6 +500,55 @@ def study_poly_summary(
     typer.echo(hardness(shown, sel, studies), nl=False)
 
 
+@study_app.command("kappa", cls=opt.Command)
+@_guarded("nothing written")
+def study_kappa(
+    families: Optional[list[str]] = typer.Argument(None, help="family names (default: every family of the file)"),
+    out: Path = typer.Option(Path("results/harder"), "--out", parser=path_value,
+                             help="writes OUT/study-kappa/kappa.csv, kappa.md and OUT/experiments.yaml"),
+    config: Config = None,
+) -> None:
+    """Each family's kappa from the one-solve baselines alone: poly (largest degree) and rfm (held-out rule)
+    at every kappa of its grid; the smallest kappa with poly's l2 >= 1e-2 (docs/harder.md).  Naming some
+    families keeps the other families' rows of an earlier OUT/study-kappa/kappa.csv."""
+    from lysep_cli.reports.kappa import kappa_study, merged, read_rows, write_study
+
+    path = config if config is not None else specs.default_config()
+    found, loaded = specs.load_families(path), opt.load(path)
+    if not found:
+        raise BadInput(f"{path}: no families: section (e.g. --config suites/harder.yaml)")
+    unknown = [f for f in families or [] if f not in found]
+    if unknown:
+        raise BadInput(f"unknown family {unknown[0]!r} (choose from {', '.join(found)})")
+    chosen = {k: v for k, v in found.items() if not families or k in families}
+    specs.select_experiments(loaded, [f.member(k) for f in chosen.values() for k in f.kappas])
+    opt.writable_dir(out, "--out")
+    df = merged(read_rows(out), kappa_study(chosen, loaded, _say), found)
+    for written in write_study(df, found, loaded, out, f"lysep study kappa --config {path} --out {out}"):
+        typer.echo(str(written))
+
+
+@study_app.command("budget", cls=opt.Command)
+@_guarded("nothing written")
+def study_budget(
+    experiments: Experiments = None,
+    sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x30,3x50 instead of the spec's (iterative solvers)"),
+    inits: int = typer.Option(2, "--inits", parser=whole_number, help="initialisations per seeded run"),
+    budget: float = typer.Option(8.0, "--budget", parser=decimal_number, help="CPU hours"),
+    results: Results = DEFAULT_RESULTS,
+    config: Config = None,
+) -> None:
+    """What running EXPERIMENTS will cost, from the per-iteration rates of the records in --results (the
+    archive): runs and CPU hours per solver (a Markdown table; runs nothing)."""
+    from lysep_cli.reports.budget import archive_rates, estimate, markdown
+
+    opt.positive(inits, "--inits")
+    chosen = specs.select_experiments(opt.load(config), experiments)
+    rates = archive_rates(records.load_records(results).records)
+    rows = [r for s in chosen for r in estimate(s, rates, specs.parse_sizes(sizes, s) if sizes else None, inits)]
+    typer.echo(markdown(rows, budget), nl=False)
+
+
 @study_app.command("depth", cls=opt.Command)
 @_guarded("nothing written")
 def study_depth(

@@ -25,10 +25,15 @@ first fault as the experiment's ``invalid``; :func:`select_experiments` builds a
 of the experiments a command names (sympy, the checks of lysep_cli/numerics/user_problems.py at the
 check points and the experiment's training and test points) and refuses a faulty one in one line; with
 no name given it leaves such experiments out.  ``lysep list`` shows each with :func:`refusal`.
+
+A ``families:`` section (:class:`Family`) holds problems with one knob ``kappa`` in their formulas and a grid
+of kappa; :func:`load_specs` expands each into members ``NAME-k<kappa>``, a problem and an experiment each
+(docs/harder.md).  Top-level keys ``x-NAME`` are not read (a place for YAML anchors).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +47,8 @@ from lysep_cli.solvers import SOLVERS, SettingsError, SolverSettings, solver_def
 PDES = ("elliptic", "parabolic", "hyperbolic")
 REQUIRED = ("pde", "d", "sizes", "n_train", "n_test", "iterations", "seeds", "solvers")
 OPTIONAL = ("table", "solution", "problem")
+#: the top-level keys of an experiments file
+TOP_KEYS = ("experiments", "problems", "families")
 PROBLEM_KEYS = ("pde", "d", "domain", "c", "u", "f")
 #: Largest spatial dimension.  The ball's points are drawn by rejection from the cube, whose share inside
 #: the unit ball falls like 1 / d! (1 in 402 at d = 10, 1 in 3,068 at d = 12, 1 in 27,340 at d = 14: 1.6 s
@@ -302,9 +309,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
-    """Read and validate an experiments file; returns name -> spec in file order."""
-    path = Path(path)
+def _read_document(path: Path) -> dict[Any, Any]:
+    """The experiments file as a mapping (YAML, a key twice in one mapping refused); BadInput otherwise."""
     ck = _Checker(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -322,16 +328,124 @@ def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
     if not isinstance(doc, dict):
         raise ck.fail(None, "expected a mapping with the key 'experiments'")
     for key in doc:
-        if key not in ("experiments", "problems"):
-            raise ck.fail(str(key), "unknown top-level key (allowed: experiments, problems)")
-    experiments = doc.get("experiments")
-    if not isinstance(experiments, dict) or not experiments:
+        if key not in TOP_KEYS and not (isinstance(key, str) and key.startswith("x-")):
+            raise ck.fail(str(key), f"unknown top-level key (allowed: {', '.join(TOP_KEYS)}, and x-NAME for "
+                                    "YAML anchors, not read)")
+    return doc
+
+
+def load_specs(path: str | Path) -> dict[str, ExperimentSpec]:
+    """Read and validate an experiments file; returns name -> spec in file order (the members of its
+    ``families:``, :func:`load_families`, after its own experiments)."""
+    path = Path(path)
+    ck = _Checker(path)
+    doc = _read_document(path)
+    families = _parse_families(doc.get("families", {}), path)
+    experiments = doc.get("experiments", {} if families else None)
+    if not isinstance(experiments, dict) or not (experiments or families):
         raise ck.fail("experiments", "expected a non-empty mapping name -> experiment")
     raw = doc.get("problems", {})
     if not isinstance(raw, dict):
         raise ck.fail("problems", "expected a mapping name -> problem")
+    raw, experiments = dict(raw), dict(experiments)
+    for family in families.values():
+        for kappa in family.kappas:
+            name = family.member(kappa)
+            if name in raw or name in experiments:
+                raise ck.fail(f"families.{family.name}", f"its member {name!r} is also a problem or an "
+                                                          "experiment of the file; rename one")
+            raw[name], experiments[name] = family.problem_block(kappa), family.experiment_block(kappa)
     problems = {str(name): _parse_problem(name, block, path) for name, block in raw.items()}
     return {str(name): _parse_experiment(name, block, path, problems) for name, block in experiments.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Families: a problem with one difficulty knob kappa, and the experiment to run it with.
+
+#: the knob's name in a family's formulas
+KAPPA = re.compile(r"\bkappa\b")
+FAMILY_KEYS = ("kappa_grid", "problem", "experiment")
+
+
+def kappa_text(kappa: float) -> str:
+    """kappa as written into formulas and names: 8 for 8.0, 0.25, 1e-05 (never a '+')."""
+    return str(int(kappa)) if float(kappa).is_integer() and abs(kappa) < 1e15 else repr(float(kappa))
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family of the ``families:`` section: a problem whose formulas hold the name ``kappa``, the grid
+    of kappa (increasing: harder), and the experiment block every member runs with.  Member kappa is the
+    problem and experiment ``<name>-k<kappa>`` (:meth:`member`), its formulas with ``(kappa)`` written in
+    (:meth:`problem_block`)."""
+
+    name: str
+    kappas: tuple[float, ...]
+    problem: dict[str, Any]
+    experiment: dict[str, Any]
+
+    def member(self, kappa: float) -> str:
+        return f"{self.name}-k{kappa_text(kappa)}"
+
+    def problem_block(self, kappa: float) -> dict[str, Any]:
+        """The problem block of member ``kappa``: ``kappa`` in every formula replaced by its value."""
+        return {key: KAPPA.sub(f"({kappa_text(kappa)})", value) if key in ("c", "u", "f") and isinstance(value, str)
+                else value for key, value in self.problem.items()}
+
+    def experiment_block(self, kappa: float) -> dict[str, Any]:
+        return {**self.experiment, "problem": self.member(kappa)}
+
+
+def _finite_number(k: Any) -> bool:
+    """A YAML int or float that is a finite float (an int of 400 digits is not)."""
+    if isinstance(k, bool) or not isinstance(k, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(k))
+    except OverflowError:
+        return False
+
+
+def _parse_families(raw: Any, path: Path) -> dict[str, Family]:
+    """The ``families:`` section: each a mapping of kappa_grid (strictly increasing finite numbers, at
+    least two), problem (a problem block whose formulas name kappa) and experiment (an experiment block
+    without ``problem``).  The blocks themselves are checked as the members' problems and experiments."""
+    ck = _Checker(path)
+    if not isinstance(raw, dict):
+        raise ck.fail("families", "expected a mapping name -> family")
+    out: dict[str, Family] = {}
+    for name, block in raw.items():
+        where = f"families.{name}"
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ck.fail(where, "a family name is letters, digits, '.', '_' and '-', starting with a letter or digit")
+        if not isinstance(block, dict):
+            raise ck.fail(where, f"expected a mapping of fields, got {type(block).__name__}")
+        for key in FAMILY_KEYS:
+            if key not in block:
+                raise ck.fail(f"{where}.{key}", "missing required key")
+        for key in block:
+            if key not in FAMILY_KEYS:
+                raise ck.fail(f"{where}.{key}", f"unknown key (allowed: {', '.join(FAMILY_KEYS)})")
+        grid = block["kappa_grid"]
+        if not isinstance(grid, list) or len(grid) < 2 or not all(_finite_number(k) for k in grid):
+            raise ck.fail(f"{where}.kappa_grid", "expected a list of at least two finite numbers")
+        if any(b <= a for a, b in zip(grid, grid[1:])):
+            raise ck.fail(f"{where}.kappa_grid", "must be strictly increasing (kappa grows with the difficulty)")
+        problem, experiment = block["problem"], block["experiment"]
+        if not isinstance(problem, dict) or not isinstance(experiment, dict):
+            raise ck.fail(where, "problem and experiment must be mappings of fields")
+        if not any(isinstance(problem.get(k), str) and KAPPA.search(problem[k]) for k in ("c", "u", "f")):
+            raise ck.fail(f"{where}.problem", "no formula names kappa (the family's knob)")
+        if "problem" in experiment:
+            raise ck.fail(f"{where}.experiment.problem", "given by the family; remove it here")
+        out[name] = Family(name, tuple(float(k) for k in grid), dict(problem), dict(experiment))
+    return out
+
+
+def load_families(path: str | Path) -> dict[str, Family]:
+    """The ``families:`` of an experiments file (empty when it has none), in file order."""
+    path = Path(path)
+    return _parse_families(_read_document(path).get("families", {}), path)
 
 
 def default_config() -> Path:
