@@ -161,7 +161,7 @@ def run(
     solvers = specs.parse_solvers(solver, spec)
     size_list = {s: specs.parse_sizes(sizes, spec, s) for s in solvers}
     specs.check_sizes(spec, solvers, size_list)
-    opt.positive(iterations, "--iterations")
+    specs.check_iterations(iterations)
     opt.positive(jobs, "--jobs")
     opt.positive_finite(connect_timeout, "--connect-timeout")
     target = cluster.resolve_target(scheduler, scheduler_file)
@@ -417,7 +417,7 @@ def study_step_size(
     specs.check_sizes(spec, ["lysep"], size_list)
     check_runs(spec, [RunKey("lysep", L, M, 0) for L, M in size_list])
     tau_list = opt.parse_taus(taus)
-    opt.positive(iterations, "--iterations")
+    specs.check_iterations(iterations)
     out_dir = out if out is not None else results / spec.name / "study-step-size"
     opt.writable_dir(out_dir, "--out" if out is not None else "--results")
     with exclusive(out_dir):
