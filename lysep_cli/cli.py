@@ -197,6 +197,7 @@ def table(
     from lysep_cli.reports import tables
 
     opt.choice(fmt, ("latex", "markdown"))
+    out = opt.in_dir(out, "tables.tex" if fmt == "latex" else "tables.md")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     _emit(tables.render_tables(sel, shown, fmt, standalone=standalone), out)
@@ -219,6 +220,7 @@ def compare(
     opt.choice(fmt, ("markdown", "latex"))
     if headline and fmt != "markdown":
         raise BadInput("--headline is Markdown only (drop --format latex)")
+    out = opt.in_dir(out, "comparison.tex" if fmt == "latex" else "comparison.md")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     names = [s.name for s in shown]
@@ -274,6 +276,7 @@ def verify(
     if allow_partial and against is None and cells is None:
         raise BadInput("--allow-partial goes with --against or --cells")
     verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None)
+    save_finals = opt.in_dir(save_finals, "finals.csv")
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -284,6 +287,8 @@ def verify(
     pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
         raise nothing_to_show(results, chosen, sel)
+    if cell_set is not None:
+        opt.known_cells(cell_set, pool, results)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
                                  seed, cheapest, level, cell_set, allow_partial)
     if save_finals is not None:
@@ -338,6 +343,7 @@ def status(
     from lysep_cli.reports.status import (archive_status, borrow_pace, files_size, mixed_numerics, render_status,
                                           render_timing)
 
+    out = opt.in_dir(out, "timing.md" if timing else "status.md")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     wanted = opt.solver_filter(solver, chosen)
     expected = None if seeds is None else {s.name: specs.parse_seeds(seeds, s) for s in chosen}
@@ -513,6 +519,7 @@ def study_depth(
     per layer, seconds per iteration, bound violations (nothing is rerun)."""
     from lysep_cli.reports.depth import depth_summary, render_depth_markdown
 
+    out = opt.in_dir(out, f"{experiment}-study.md")
     chosen = opt.report_specs(config, [experiment], results, out, iterations)
     sel, _ = _shown(results, chosen, iterations, named=True)
     df = depth_summary(sel.of(experiment), chosen[0], results)
