@@ -151,8 +151,11 @@ def run(
     device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
                                "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'), here or on dask "
                                "workers (--scheduler); docs/gpu.md"),
+    dry_run: bool = Flag(False, "--dry-run", help="print the runs to do and their estimated CPU time from the "
+                         "archive's rates; run, lock and write nothing"),
 ) -> None:
-    """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped."""
+    """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped.  The runs to do and
+    their estimated CPU time are said first (--dry-run: only that)."""
     from lysep_cli.execution import cluster
     from lysep_cli.execution.sweep import SweepRequest, sweep
     from lysep_cli.reports.selection import summary_lines
@@ -167,8 +170,9 @@ def run(
     target = cluster.resolve_target(scheduler, scheduler_file)
     req = SweepRequest(spec, solvers, size_list, specs.parse_seeds(seeds, spec),
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
-                       target, connect_timeout, opt.device(device, solvers, jobs, target))
-    opt.writable_dir(results, "--results")
+                       target, connect_timeout, opt.device(device, solvers, jobs, target), dry_run)
+    if not dry_run:
+        opt.writable_dir(results, "--results")
     if same_numerics:
         opt.same_numerics(results, spec.name)
     code = sweep(req, typer.echo, _warn, _say, summary_lines)
