@@ -62,7 +62,8 @@ MAX_SPEC_SEEDS = 10_000
 #: there; ``default_rng`` takes more) and far below the byte offsets of the run locks (lysep_cli/store/locks.py).
 MAX_SEED = 2**32 - 1
 #: Most iterations of a run: a run keeps its history (8 bytes an iteration and series) in memory and on disk,
-#: and at the archive's fastest pace (rfls aside, about 1 ms an iteration) 10^6 iterations are a CPU-quarter-hour.
+#: and at the archive's fastest pace (PINN at elliptic-2d (3,30), 1.8 ms an iteration) 10^6 iterations are
+#: half a CPU-hour a run; the paper runs 2000.
 MAX_ITERATIONS = 1_000_000
 SEED_REASON = "seeds are 0 ... 2^32 - 1, what every NumPy generator takes"
 ITERATIONS_REASON = ("a run keeps J at every iteration (8 bytes each, in memory and on disk), and the paper runs "
