@@ -120,3 +120,8 @@ def test_the_estimate_is_said_before_the_runs_start(tmp_path):
 def test_dry_run_still_refuses_bad_input(tmp_path):
     r = _dry(["elliptic-2d", "--iterations", "1000000000000"], tmp_path / "r")
     assert r.exit_code == 2 and "--iterations must be <= 1,000,000" in r.stderr
+
+
+def test_no_wall_time_is_said_for_a_cluster_or_a_stack():
+    cost = est.estimate([RunKey("pinn", 3, 30, 0), RunKey("pinn", 3, 30, 1)], SPECS["elliptic-2d"], 2000, ARCHIVE)
+    assert "of wall time 2 at a time" in cost.summary(4) and "wall time" not in cost.summary(None)

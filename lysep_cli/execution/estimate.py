@@ -79,18 +79,20 @@ class Estimate:
     def unrated(self) -> list[CellCost]:
         return [c for c in self.cells if c.rate is None]
 
-    def summary(self, jobs: int = 1) -> str:
-        """One line: the runs' CPU time, the wall time at ``jobs`` at a time, the runs with no rate."""
+    def summary(self, jobs: int | None = 1) -> str:
+        """One line: the runs' CPU time, the wall time at ``jobs`` at a time (None: not said, e.g. for a
+        cluster's workers or a stack on a device), the runs with no rate."""
         rated = self.runs - sum(c.runs for c in self.unrated)
         if not self.cells:
             return "estimate: nothing to run"
         parts = []
         if rated:
-            at_once = max(1, min(jobs, rated))
+            at_once = None if jobs is None else max(1, min(jobs, rated))
             used = sorted({str(c.rate.source) for c in self.cells if c.rate is not None})
+            wall = ("" if at_once is None else f", about {duration(self.cpu_seconds / at_once)} of wall time "
+                    f"{at_once} at a time on an idle machine")
             parts.append(f"{duration(self.cpu_seconds)} of CPU time for {'the ' if rated == self.runs else ''}"
-                         f"{rated} run(s), about {duration(self.cpu_seconds / at_once)} of wall time {at_once} at a "
-                         f"time on an idle machine (the CPU time per iteration of their cells' records under "
+                         f"{rated} run(s){wall} (the CPU time per iteration of their cells' records under "
                          f"{' and '.join(used)})")
         if self.unrated:
             cells = ", ".join(f"{c.solver} {c.L}x{c.M}" for c in self.unrated[:4]) + (

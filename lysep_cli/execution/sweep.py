@@ -217,7 +217,7 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
             f"{replaced}; {req.iterations} iterations, {where}, results in {req.results}/{spec.name}/")
     if plan.todo:
         text += "\n" + estimate(plan.todo, spec, req.iterations, req.results).summary(
-            len(req.seeds) if req.device != "cpu" else req.jobs if session is None else 1)
+            req.jobs if req.device == "cpu" and req.target is None else None)  # (a cluster's or a stack's: theirs)
     return text
 
 
