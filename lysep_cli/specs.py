@@ -563,7 +563,7 @@ def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
         if hi > MAX_SEED:
             raise BadInput(f"--seeds: seeds must be <= {MAX_SEED:,}, got {hi}: {SEED_REASON}")
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
-            raise BadInput(f"--seeds: more than {MAX_SEEDS} seeds")
+            raise BadInput(f"--seeds: more than {MAX_SEEDS:,} seeds (each seed is one run per solver and size)")
         seeds.update(dict.fromkeys(range(lo, hi + 1)))
     return list(seeds)
 

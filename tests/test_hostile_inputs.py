@@ -254,3 +254,8 @@ def test_a_problem_within_the_scale_bounds_runs(tmp_path):
     result = cli.invoke(app, ["run", "tiny-scale", "--config", str(config), "--results", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("runs  1  diverged 0") == 2 and user_problems.SCALE_LIMIT == 1e100
+
+
+def test_a_million_seeds_on_the_command_line_are_refused_with_the_reason(tmp_path, monkeypatch):
+    line = _refused(tmp_path, monkeypatch, ["run", "elliptic-2d", *RUN, "--seeds", "0-999999", "--results", "r"])
+    assert f"--seeds: more than {specs.MAX_SEEDS:,} seeds (each seed is one run per solver and size)" in line
