@@ -292,7 +292,7 @@ def verify(
     if not pool:
         raise nothing_to_show(results, chosen, sel)
     if cell_set is not None:
-        opt.known_cells(cell_set, pool, results)
+        opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
                                  seed, cheapest, level, cell_set, allow_partial)
     if save_finals is not None:

@@ -259,3 +259,14 @@ def test_a_problem_within_the_scale_bounds_runs(tmp_path):
 def test_a_million_seeds_on_the_command_line_are_refused_with_the_reason(tmp_path, monkeypatch):
     line = _refused(tmp_path, monkeypatch, ["run", "elliptic-2d", *RUN, "--seeds", "0-999999", "--results", "r"])
     assert f"--seeds: more than {specs.MAX_SEEDS:,} seeds (each seed is one run per solver and size)" in line
+
+
+def test_with_allow_partial_an_unknown_cell_is_a_warning_naming_it(tmp_path, monkeypatch):
+    """--allow-partial reports missing cells rather than failing on them: the same line, as a warning."""
+    import lysep_cli.reports.verify as verifier
+
+    monkeypatch.setattr(verifier, "run_verify", lambda req, echo, say: 0)  # the rerun itself is not under test
+    r = cli.invoke(app, ["verify", "elliptic-2d", "--cells", "pinn:3x31", "--allow-partial", "--results",
+                         str(ARCHIVE), "--config", str(CONFIG)])
+    assert r.exit_code == 0, r.output
+    assert "lysep: warning: --cells: no record of pinn:3x31 under" in r.stderr
