@@ -151,8 +151,11 @@ def run(
     device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
                                "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'), here or on dask "
                                "workers (--scheduler); docs/gpu.md"),
+    dry_run: bool = Flag(False, "--dry-run", help="print the runs to do and their estimated CPU time from the "
+                         "archive's rates; run, lock and write nothing"),
 ) -> None:
-    """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped."""
+    """Run every (solver, size, seed) of EXPERIMENT; runs with a record are skipped.  The runs to do and
+    their estimated CPU time are said first (--dry-run: only that)."""
     from lysep_cli.execution import cluster
     from lysep_cli.execution.sweep import SweepRequest, sweep
     from lysep_cli.reports.selection import summary_lines
@@ -161,14 +164,15 @@ def run(
     solvers = specs.parse_solvers(solver, spec)
     size_list = {s: specs.parse_sizes(sizes, spec, s) for s in solvers}
     specs.check_sizes(spec, solvers, size_list)
-    opt.positive(iterations, "--iterations")
+    specs.check_iterations(iterations)
     opt.positive(jobs, "--jobs")
     opt.positive_finite(connect_timeout, "--connect-timeout")
     target = cluster.resolve_target(scheduler, scheduler_file)
     req = SweepRequest(spec, solvers, size_list, specs.parse_seeds(seeds, spec),
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
-                       target, connect_timeout, opt.device(device, solvers, jobs, target))
-    opt.writable_dir(results, "--results")
+                       target, connect_timeout, opt.device(device, solvers, jobs, target), dry_run)
+    if not dry_run:
+        opt.writable_dir(results, "--results")
     if same_numerics:
         opt.same_numerics(results, spec.name)
     code = sweep(req, typer.echo, _warn, _say, summary_lines)
@@ -197,6 +201,7 @@ def table(
     from lysep_cli.reports import tables
 
     opt.choice(fmt, ("latex", "markdown"))
+    out = opt.in_dir(out, "tables.tex" if fmt == "latex" else "tables.md")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     _emit(tables.render_tables(sel, shown, fmt, standalone=standalone), out)
@@ -219,6 +224,7 @@ def compare(
     opt.choice(fmt, ("markdown", "latex"))
     if headline and fmt != "markdown":
         raise BadInput("--headline is Markdown only (drop --format latex)")
+    out = opt.in_dir(out, "comparison.tex" if fmt == "latex" else "comparison.md")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     sel, shown = _shown(results, chosen, iterations, named=bool(experiments))
     names = [s.name for s in shown]
@@ -274,6 +280,7 @@ def verify(
     if allow_partial and against is None and cells is None:
         raise BadInput("--allow-partial goes with --against or --cells")
     verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None)
+    save_finals = opt.in_dir(save_finals, "finals.csv")
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -284,6 +291,8 @@ def verify(
     pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
         raise nothing_to_show(results, chosen, sel)
+    if cell_set is not None:
+        opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
                                  seed, cheapest, level, cell_set, allow_partial)
     if save_finals is not None:
@@ -338,6 +347,7 @@ def status(
     from lysep_cli.reports.status import (archive_status, borrow_pace, files_size, mixed_numerics, render_status,
                                           render_timing)
 
+    out = opt.in_dir(out, "timing.md" if timing else "status.md")
     chosen = opt.report_specs(config, experiments, results, out, iterations)
     wanted = opt.solver_filter(solver, chosen)
     expected = None if seeds is None else {s.name: specs.parse_seeds(seeds, s) for s in chosen}
@@ -417,7 +427,7 @@ def study_step_size(
     specs.check_sizes(spec, ["lysep"], size_list)
     check_runs(spec, [RunKey("lysep", L, M, 0) for L, M in size_list])
     tau_list = opt.parse_taus(taus)
-    opt.positive(iterations, "--iterations")
+    specs.check_iterations(iterations)
     out_dir = out if out is not None else results / spec.name / "study-step-size"
     opt.writable_dir(out_dir, "--out" if out is not None else "--results")
     with exclusive(out_dir):
@@ -562,6 +572,7 @@ def study_depth(
     per layer, seconds per iteration, bound violations (nothing is rerun)."""
     from lysep_cli.reports.depth import depth_summary, render_depth_markdown
 
+    out = opt.in_dir(out, f"{experiment}-study.md")
     chosen = opt.report_specs(config, [experiment], results, out, iterations)
     sel, _ = _shown(results, chosen, iterations, named=True)
     df = depth_summary(sel.of(experiment), chosen[0], results)

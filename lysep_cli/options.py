@@ -177,6 +177,34 @@ def cell_filter(text: str, chosen: list[ExperimentSpec]) -> set[tuple[str, int, 
     return out
 
 
+def known_cells(cells: set[tuple[str, int, int]], records: list[Any], results: Path,
+                warn: Optional[Callable[[str], None]] = None) -> None:
+    """BadInput naming each ``--cells`` entry with no record among ``records`` (each with .solver, .L, .M)
+    under ``results``, and the cells of that solver (else of every solver) that have records; with ``warn``
+    (``--allow-partial``: a missing cell is reported, not failed) that line is a warning instead."""
+    have = {(r.solver, r.L, r.M) for r in records}
+    unknown = sorted(cells - have)
+    if not unknown:
+        return
+    solvers = {name for name, _, _ in unknown}
+    shown = sorted(c for c in have if c[0] in solvers) or sorted(have)
+    names = ", ".join(f"{n}:{L}x{M}" for n, L, M in shown[:30]) + (", ..." if len(shown) > 30 else "")
+    line = (f"--cells: no record of {', '.join(f'{n}:{L}x{M}' for n, L, M in unknown)} under {results} "
+            f"(cells with records: {names or 'none'})")
+    if warn is None:
+        raise BadInput(line)
+    warn(line)
+
+
+def in_dir(out: Optional[Path], name: str) -> Optional[Path]:
+    """``--out DIR`` (``.`` too) for a command that writes one file: the file ``name`` in that directory;
+    any other value as given."""
+    try:
+        return out / name if out is not None and out.is_dir() else out
+    except (OSError, ValueError):  # a path the OS refuses to look at: reported by the checks of the path
+        return out
+
+
 def same_numerics(results: Path, experiment: str) -> None:
     """``--same-numerics``: BadInput when a record of ``experiment`` under ``results`` names another
     numerics id than this code's (or none), unless that id is declared of the same bits

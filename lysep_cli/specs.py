@@ -34,10 +34,12 @@ of kappa; :func:`load_specs` expands each into members ``NAME-k<kappa>``, a prob
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 import yaml
 
@@ -60,6 +62,31 @@ D_REASON = ("the ball's points are drawn by rejection from the cube (1 candidate
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: Largest count of seeds one --seeds selector may name.
 MAX_SEEDS = 100_000
+#: Largest count of seeds an experiment of the file may list: each is one run per solver and size (the
+#: paper's experiments list 10; 10,000 seeds of elliptic-2d's 4 sizes and 2 solvers are 80,000 runs).
+MAX_SPEC_SEEDS = 10_000
+#: Largest seed: 2^32 - 1, what every NumPy generator takes (``RandomState`` and ``np.random.seed`` stop
+#: there; ``default_rng`` takes more) and far below the byte offsets of the run locks (lysep_cli/store/locks.py).
+MAX_SEED = 2**32 - 1
+#: Most iterations of a run: a run keeps its history (8 bytes an iteration and series) in memory and on disk,
+#: and at the archive's fastest pace (PINN at elliptic-2d (3,30), 1.8 ms an iteration) 10^6 iterations are
+#: half a CPU-hour a run; the paper runs 2000.
+MAX_ITERATIONS = 1_000_000
+SEED_REASON = "seeds are 0 ... 2^32 - 1, what every NumPy generator takes"
+ITERATIONS_REASON = ("a run keeps J at every iteration (8 bytes each, in memory and on disk), and the paper runs "
+                     "2000; `lysep run --dry-run` estimates what a run costs")
+#: Longest experiment name: it names a directory under results/ (file systems stop at 255 bytes).
+MAX_NAME = 100
+#: An experiments file is read whole: at most this many bytes (this project's is under 6 kB).
+MAX_CONFIG_BYTES = 1 << 18
+#: YAML nesting deeper than this is refused (PyYAML composes nodes recursively).
+MAX_YAML_DEPTH = 32
+#: Aliases (``*name``) in one file, and nodes of the document with every alias expanded (a "billion
+#: laughs" file of nine aliases to nine aliases ... expands to 9^k nodes from a few hundred bytes).
+MAX_YAML_ALIASES = 1_000
+MAX_YAML_NODES = 200_000
+#: A message quotes at most this many characters of a value from the file.
+MAX_QUOTE = 80
 
 
 class BadInput(ValueError):
@@ -110,6 +137,20 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split()).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+_KINDS = {int: "an integer", float: "a number", bool: "a boolean (yes, no, true, ...)", list: "a list",
+          dict: "a mapping"}
+
+
+def quoted(value: Any) -> str:
+    """``repr(value)`` cut to :data:`MAX_QUOTE` characters, built without expanding a large value first."""
+    import reprlib
+
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 3, MAX_QUOTE, MAX_QUOTE
+    text = short.repr(value)
+    return text if len(text) <= MAX_QUOTE else text[:MAX_QUOTE - 3] + "..."
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -130,11 +171,14 @@ class _Checker:
             where.append(f"field {fieldname!r}")
         return BadInput(_one_line(f"{', '.join(where)}: {message}"))
 
-    def int_at_least(self, value: Any, fieldname: str, low: int) -> int:
+    def int_at_least(self, value: Any, fieldname: str, low: int, high: int | None = None,
+                     why: str = "") -> int:
         if not _is_int(value):
-            raise self.fail(fieldname, f"expected an integer, got {type(value).__name__} {value!r}")
+            raise self.fail(fieldname, f"expected an integer, got {type(value).__name__} {quoted(value)}")
         if value < low:
             raise self.fail(fieldname, f"must be >= {low}, got {value}")
+        if high is not None and value > high:
+            raise self.fail(fieldname, f"must be <= {high:,}, got {quoted(value)}{': ' if why else ''}{why}")
         return value
 
 
@@ -196,8 +240,17 @@ def _problem_keys(name: Any, block: Any, path: Path) -> ProblemSpec:
 
 def _parse_experiment(name: Any, block: Any, path: Path,
                       problems: dict[str, ProblemSpec | BadInput] | None = None) -> ExperimentSpec:
-    ck = _Checker(path, str(name))
-    if not isinstance(name, str) or not _NAME.match(name):
+    ck = _Checker(path, quoted(name)[1:-1] if isinstance(name, str) else str(name))
+    if name is None:
+        raise _Checker(path).fail("experiments", "an experiment has no name (YAML reads an empty key, ~ or null "
+                                                 "as null); name it with letters, digits, '.', '_' and '-'")
+    if not isinstance(name, str):
+        raise ck.fail(None, f"the name {quoted(name)} is read by YAML as {_KINDS.get(type(name), 'a ' + type(name).__name__)}, not text: quote it "
+                            f"('{name}':), or name it with letters, digits, '.', '_' and '-'")
+    if len(name) > MAX_NAME:
+        raise ck.fail(None, f"a name of {len(name)} characters; at most {MAX_NAME} (it names a directory under "
+                            "results/)")
+    if not _NAME.match(name):
         raise ck.fail(None, "an experiment name is letters, digits, '.', '_' and '-', starting with a letter "
                             "or digit (it names a directory under results/)")
     if not isinstance(block, dict):
@@ -239,12 +292,15 @@ def _parse_experiment(name: Any, block: Any, path: Path,
 
     n_train = ck.int_at_least(block["n_train"], "n_train", 1)
     n_test = ck.int_at_least(block["n_test"], "n_test", 1)
-    iterations = ck.int_at_least(block["iterations"], "iterations", 1)
+    iterations = ck.int_at_least(block["iterations"], "iterations", 1, MAX_ITERATIONS, ITERATIONS_REASON)
 
     seeds = block["seeds"]
     if not isinstance(seeds, list) or not seeds:
         raise ck.fail("seeds", "expected a non-empty list of integers")
-    parsed_seeds = tuple(ck.int_at_least(s, f"seeds[{i}]", 0) for i, s in enumerate(seeds))
+    if len(seeds) > MAX_SPEC_SEEDS:
+        raise ck.fail("seeds", f"{len(seeds):,} seeds; at most {MAX_SPEC_SEEDS:,} (each seed is one run per solver "
+                               "and size; the paper's experiments list 10)")
+    parsed_seeds = tuple(ck.int_at_least(s, f"seeds[{i}]", 0, MAX_SEED, SEED_REASON) for i, s in enumerate(seeds))
     if len(set(parsed_seeds)) != len(parsed_seeds):
         raise ck.fail("seeds", "duplicate seed")
 
@@ -309,17 +365,74 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def _read_document(path: Path) -> dict[Any, Any]:
-    """The experiments file as a mapping (YAML, a key twice in one mapping refused); BadInput otherwise."""
-    ck = _Checker(path)
+class _BoundedLoader(_UniqueKeyLoader):
+    """:class:`_UniqueKeyLoader` that refuses, while composing and before anything is constructed, nesting
+    deeper than :data:`MAX_YAML_DEPTH` (PyYAML recurses once per level: 500 levels were a RecursionError),
+    more than :data:`MAX_YAML_ALIASES` aliases, and a document of more than :data:`MAX_YAML_NODES` nodes
+    with its aliases expanded (nine aliases to nine aliases ..., k levels deep: 9^k nodes)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth, self._aliases, self._sizes = 0, 0, {}
+
+    def _refuse(self, message: str) -> NoReturn:
+        raise yaml.composer.ComposerError(None, None, message, self.peek_event().start_mark)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self._depth >= MAX_YAML_DEPTH:
+            self._refuse(f"nested deeper than {MAX_YAML_DEPTH} levels")
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                self._refuse(f"more than {MAX_YAML_ALIASES:,} aliases (*name)")
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        if id(node) not in self._sizes:  # (an alias returns its anchor's node, already counted)
+            children = (node.value if isinstance(node, yaml.SequenceNode)
+                        else [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+            self._sizes[id(node)] = (node, 1 + sum(self._sizes[id(c)][1] for c in children))
+        size = self._sizes[id(node)][1]
+        if size > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(None, None, f"more than {MAX_YAML_NODES:,} values with its aliases "
+                                              "expanded (an alias bomb?)", node.start_mark)
+        return node
+
+
+def _read_config(path: Path, ck: "_Checker") -> str:
+    """The text of an experiments file of at most :data:`MAX_CONFIG_BYTES` bytes: a longer file (``/dev/zero``,
+    a pipe that does not end) is refused after reading that much, a regular file by its size first."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise ck.fail(None, "cannot read: Is a directory")
+            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_CONFIG_BYTES:
+                raise ck.fail(None, f"{st.st_size:,} bytes; an experiments file is at most {MAX_CONFIG_BYTES:,} "
+                                    "bytes (this project's is under 6 kB)")
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        if isinstance(exc, BadInput):
+            raise
+        raise ck.fail(None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ck.fail(None, f"more than {MAX_CONFIG_BYTES:,} bytes (not a regular file: read no further); an "
+                            "experiments file is at most that")
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ck.fail(None, "not a UTF-8 text file") from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        raise ck.fail(None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _read_document(path: Path) -> dict[Any, Any]:
+    """The experiments file as a mapping (YAML, a key twice in one mapping refused; its size, depth and
+    aliases bounded); BadInput otherwise."""
+    ck = _Checker(path)
+    text = _read_config(path, ck)
     try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a safe loader)
+        doc = yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -562,10 +675,20 @@ def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
             raise BadInput(f"--seeds: cannot parse {item.strip()!r}; expected e.g. 0-9 or 0,3,5")
         if lo < 0:
             raise BadInput(f"--seeds: seeds must be >= 0, got {lo}")
+        if hi > MAX_SEED:
+            raise BadInput(f"--seeds: seeds must be <= {MAX_SEED:,}, got {hi}: {SEED_REASON}")
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
-            raise BadInput(f"--seeds: more than {MAX_SEEDS} seeds")
+            raise BadInput(f"--seeds: more than {MAX_SEEDS:,} seeds (each seed is one run per solver and size)")
         seeds.update(dict.fromkeys(range(lo, hi + 1)))
     return list(seeds)
+
+
+def check_iterations(value: int | None, option: str = "--iterations") -> None:
+    """BadInput for iterations below 1 or above :data:`MAX_ITERATIONS` (None: the spec's, checked with it)."""
+    if value is not None and value < 1:
+        raise BadInput(f"{option} must be >= 1, got {value}")
+    if value is not None and value > MAX_ITERATIONS:
+        raise BadInput(f"{option} must be <= {MAX_ITERATIONS:,}, got {value}: {ITERATIONS_REASON}")
 
 
 def check_sizes(spec: ExperimentSpec, solvers: list[str],

@@ -259,7 +259,7 @@ def test_changed_spec_is_not_mixed_into_tables(tiny, tmp_path, change):
 COMMANDS = {"run": RUN, "table": ["table"], "compare": ["compare"], "plot": ["plot", "elliptic-2d"],
             "study": ["study", "step-size", "elliptic-2d"], "list": ["list"]}
 PATH_FAULTS = {"results-file": "run table compare plot study", "results-under-file": "run table compare plot study",
-               "results-nul": "run table compare plot study", "out-dir": "table compare",
+               "results-nul": "run table compare plot study",  # (--out DIR: DIR/tables.md, test_hostile_inputs.py)
                "out-under-file": "table compare plot study", "config-dir": "run table compare plot study list",
                "config-missing": "run table compare plot study list",
                "config-binary": "run table compare plot study list"}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from lysep_cli.execution import cluster, interrupts, memory, runner
+from lysep_cli.execution.estimate import estimate
 from lysep_cli.execution.runner import Plan, RunKey
 from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import atomic, locks, records
@@ -41,6 +42,8 @@ class SweepRequest:
     connect_timeout: float = 10.0
     device: str = "cpu"
     """cpu (one run at a time per process), or a stacked device (cpu-stacked, cuda: lysep_cli/accel)"""
+    dry_run: bool = False
+    """print the plan and its estimate (lysep_cli/execution/estimate.py), lock, write and run nothing"""
 
 
 class Interrupted(Exception):
@@ -151,6 +154,8 @@ def sweep(req: SweepRequest, echo: Echo, warn: Echo, say: Echo,
     try:
         plan = make_plan()
         check(plan)
+        if req.dry_run:
+            return _dry_run(req, plan, echo)
         if req.target is not None and plan.todo:
             session = cluster.Session.open(req.target, timeout=req.connect_timeout, device=req.device)
         plan = _locked_plan(held, req, plan, make_plan, check)
@@ -211,20 +216,21 @@ def _announce(req: SweepRequest, plan: Plan, session: Any) -> str:
     text = (f"{spec.name}: {len(plan.todo)} run(s) to do{copied}, {len(plan.skipped)} skipped (record exists)"
             f"{replaced}; {req.iterations} iterations, {where}, results in {req.results}/{spec.name}/")
     if plan.todo:
-        hours = estimated_hours(plan.todo, spec, req.results)
-        if hours is not None:
-            text += f"; about {hours:.2g} hour(s) of run time at the pace of the records there"
+        text += "\n" + estimate(plan.todo, spec, req.iterations, req.results).summary(
+            req.jobs if req.device == "cpu" and req.target is None else None)  # (a cluster's or a stack's: theirs)
     return text
 
 
-def estimated_hours(todo: list[RunKey], spec: ExperimentSpec, results: Path) -> float | None:
-    """Hours of run time (wall, one run at a time) of ``todo`` at the pace of existing records of the same (solver, L, M) under
-    ``results`` (None when no such record exists)."""
-    pace: dict[tuple[str, int, int], float] = {}
-    for r in records.load_records(results, [spec.name]).records:
-        pace.setdefault((r.solver, r.L, r.M), r.seconds * spec.iterations / max(r.iterations, 1))
-    known = [pace[(k.solver, k.L, k.M)] for k in todo if (k.solver, k.L, k.M) in pace]
-    return sum(known) / 3600 if known else None
+def _dry_run(req: SweepRequest, plan: Plan, echo: Echo) -> int:
+    """``--dry-run``: the plan, what each cell's runs will cost and the total; nothing locked or written."""
+    echo(_announce(req, plan, None).replace("results in", "results would go to"))
+    cost = estimate(plan.todo, req.spec, req.iterations, req.results)
+    for line in cost.lines():
+        echo(line)
+    if plan.conflicts:
+        echo(f"  {len(plan.conflicts)} record(s) made with other iterations or settings would be replaced (--force)")
+    echo("dry run: nothing was run, locked or written")
+    return 0
 
 
 def _run_and_summarise(req: SweepRequest, plan: Plan, held: locks.RunLocks, session: Any, echo: Echo,

@@ -48,6 +48,11 @@ CHECK_HALTON = 512
 #: the most points of the check grid: k points per axis of (t, x), k the largest odd number with
 #: k^(d + time) <= GRID_POINTS (k = 255 for d = 2, 39 for d = 3, 3 for d = 10; none from d = 11 on)
 GRID_POINTS = 2**16
+#: max |u| and max |f| (Q) over the check points must lie in [1 / SCALE_LIMIT, SCALE_LIMIT] (f may be 0):
+#: J, a mean of squared residuals, is of order max|f|^2 and the l2 error divides by the root of a sum of
+#: u^2, both in double precision (1e-308 ... 1e308). At u = 1e-160 g the sum of u^2 underflowed and every run
+#: "diverged" with l2 = inf; at 1e154 g J overflowed at iteration 0; 1e100 leaves 10^100 either side.
+SCALE_LIMIT = 1e100
 
 
 @dataclass(frozen=True)
@@ -235,9 +240,10 @@ def _at(kind: str, Z: np.ndarray, j: int, time: bool) -> str:
 
 def check_values(spec: ProblemSpec, problem: Problem, sets: list[PointSet]) -> float:
     """ProblemError unless, at every point of ``sets``, every derived function is finite and real and c > 0
-    (c >= 0 where the set says so); and, with an exact solution, unless u is nonzero at one of them.
+    (c >= 0 where the set says so); and, with an exact solution, unless u is nonzero at one of them; and
+    unless max |u| and max |f| (Q; when not 0) lie within :data:`SCALE_LIMIT` of 1 either way.
     Returns max |u| over the points (0.0 without u)."""
-    time, scale = spec.time_dependent, 0.0
+    time, sizes = spec.time_dependent, {}
     with np.errstate(all="ignore"):
         for field, name, g in _functions(spec, problem):
             for kind, Z, strict in sets:
@@ -254,11 +260,19 @@ def check_values(spec: ProblemSpec, problem: Problem, sets: list[PointSet]) -> f
                     raise ProblemError("c", f"c(x) must be positive on the domain; it is {values[j]:.3g} at "
                                             f"{_at(kind, Z, j, time)} (checked: c > 0 at the training, test "
                                             "and Halton points, c >= 0 at the centre and a grid; docs/your-pde.md)")
-                if name == "u":
-                    scale = max(scale, float(np.max(np.abs(values))))
+                if name in ("u", "f", RHS[spec.pde]):
+                    sizes[name] = max(sizes.get(name, 0.0), float(np.max(np.abs(values))))
+    scale = sizes.get("u", 0.0)
     if problem.u is not None and scale == 0.0:
         raise ProblemError("u", "u is 0 at every check point: u = 0 solves nothing (its right-hand side is 0 "
                                 "and its relative l2 error undefined)")
+    for name, size in sizes.items():
+        if size != 0.0 and not 1 / SCALE_LIMIT <= size <= SCALE_LIMIT:
+            field = "f" if problem.u is None else "u"
+            raise ProblemError(field, f"max|{name.split(' =')[0]}| over the check points is {size:.3g}, outside "
+                                      f"{1 / SCALE_LIMIT:g} ... {SCALE_LIMIT:g}: the loss (of order max|f|^2) and the "
+                                      "l2 error (a sum of u^2) would underflow or overflow in double precision; "
+                                      f"divide {field} by {size:.3g} (the same equation, scaled)")
     return scale
 
 
