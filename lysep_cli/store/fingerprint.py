@@ -60,6 +60,10 @@ SAME_BITS_AS: dict[str, str] = {
     # dataset.py: refusals only), poly (22517c9e1cd5bc9c) and numba in the id (cb10ae3207157c4b); measured:
     # the cheapest archived run of every solver (and poly's four records) rerun bit-identical at --level exact
     "97340a3577347b1a": "abee53243e14febb",
+    # the solvers' setting ``init`` (issue 49): paper, the default, draws what init_params drew; torch is new;
+    # measured: the cheapest archived run of all eight solvers at elliptic-2d and LySep's at elliptic-10d,
+    # parabolic-5d, hyperbolic-5d rerun bit-identical at --level exact (2026-11-29)
+    "3b8bf119d766524a": "abee53243e14febb",
 }
 
 
