@@ -93,26 +93,31 @@ def _point(label: str, recs: list[RunRecord]) -> Point | None:
     return Point(label, _triple(cost), _triple(col["l2"]), _triple(col["J"]), len(recs), len(recs) - len(done))
 
 
-def poly_degree(r: RunRecord) -> int:
-    """The degree k of a poly record (its diagnostics, else its settings)."""
-    k = r.diagnostics.get("degree", r.settings.get("degree"))
-    return int(k)
+def poly_degree(r: RunRecord) -> int | None:
+    """The degree k of a poly record (its diagnostics, else its settings); None when neither holds a
+    whole number (a hand-edited record)."""
+    for k in (r.diagnostics.get("degree"), r.settings.get("degree")):
+        if isinstance(k, int) and not isinstance(k, bool) and k >= 0:
+            return k
+    return None
 
 
 def _poly_points(recs: list[RunRecord], study: pd.DataFrame | None) -> list[Point]:
-    by_degree: dict[int, list[RunRecord]] = {}
-    for r in recs:
-        by_degree.setdefault(poly_degree(r), []).append(r)
-    points: dict[int, Point] = {}
-    if study is not None:
-        for row in study.itertuples():
-            k, J, l2, s = int(row.degree), float(row.J), float(row.l2), float(row.cpu_seconds)
-            if k not in by_degree and all(math.isfinite(v) and v > 0 for v in (J, l2, s)):
-                points[k] = Point(f"k = {k}", (s, s, s), (l2, l2, l2), (J, J, J), 1, source=STUDY)
-    for k, rs in by_degree.items():
-        p = _point(f"k = {k}", rs)
+    """poly's points by degree: a record's where it has one, else the degree study's row."""
+    by_key: dict[tuple[int, int], list[RunRecord]] = {}
+    for r in recs:  # a record without a degree is placed by its P (after the degrees)
+        k = poly_degree(r)
+        by_key.setdefault((0, k) if k is not None else (1, r.M), []).append(r)
+    points: dict[tuple[int, int], Point] = {}
+    if study is not None and len(study):
+        num = study[["degree", "J", "l2", "cpu_seconds"]].apply(pd.to_numeric, errors="coerce")
+        for k, J, l2, s in num.itertuples(index=False):
+            if all(math.isfinite(v) and v > 0 for v in (J, l2, s)) and math.isfinite(k) and (0, int(k)) not in by_key:
+                points[(0, int(k))] = Point(f"k = {int(k)}", (s, s, s), (l2, l2, l2), (J, J, J), 1, source=STUDY)
+    for key, rs in by_key.items():
+        p = _point(f"k = {key[1]}" if key[0] == 0 else f"P = {key[1]}", rs)
         if p is not None:
-            points[k] = p
+            points[key] = p
     return [points[k] for k in sorted(points)]
 
 
@@ -127,7 +132,7 @@ def solver_series(records: list[RunRecord], poly_study: pd.DataFrame | None = No
     out: dict[str, Series] = {}
     for solver in sorted({r.solver for r in records}, key=solver_key):
         recs = [r for r in records if r.solver == solver]
-        machines = Counter(r.versions.get("machine", "a CPU not recorded") for r in recs)
+        machines = Counter(str(r.versions.get("machine") or "a CPU not recorded") for r in recs)
         kind = along(solver)
         if kind == "degree":
             points = _poly_points(recs, poly_study)

@@ -52,8 +52,8 @@ def _series_label(s: Series) -> str:
     if not pts:
         return f"{name}: no finished run"
     if s.along == "degree":
-        ks = [int(p.label.split("=")[1]) for p in pts]
-        what = f"k = {ks[0]}" if len(ks) == 1 else f"degrees k = {ks[0]}–{ks[-1]}"
+        ks = [p.label.split(" = ")[1] for p in pts if p.label.startswith("k = ")]
+        what = (f"k = {ks[0]}" if len(ks) == 1 else f"degrees k = {ks[0]}–{ks[-1]}") if ks else pts[0].label
     elif s.along == "width":
         what = pts[0].label if len(pts) == 1 else f"widths {pts[0].label}–{pts[-1].label.split('= ')[1]}"
     else:

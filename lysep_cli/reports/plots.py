@@ -36,7 +36,7 @@ from matplotlib.patches import Patch
 
 from lysep_cli.reports.figures import FORMATS, STYLE, Drawn, is_seed_free, looks, plt, save
 from lysep_cli.reports.plot_accuracy_cost import plot_accuracy_cost, plot_accuracy_cost_combined
-from lysep_cli.reports.accuracy_cost import read_poly_study
+from lysep_cli.reports.accuracy_cost import poly_degree, read_poly_study
 from lysep_cli.reports.selection import Selection, bound_violations, display_name, finite_number, solver_key
 from lysep_cli.solvers import PAPER_SOLVERS
 from lysep_cli.store.schema import RunRecord
@@ -156,7 +156,7 @@ def _level_label(solver: str, L: int, M: int, recs: list[RunRecord], own_panel: 
     if own_panel:
         return f"{name}\n$L={L}, M={M}$"
     if solver == "poly":
-        ks = {r.diagnostics.get("degree", r.settings.get("degree")) for r in recs}
+        ks = {poly_degree(r) for r in recs}
         k = ks.pop() if len(ks) == 1 else None
         return f"{name}\n$k={k}$, $P={M}$" if k is not None else f"{name}\n$P={M}$"
     if solver == "rfm":
