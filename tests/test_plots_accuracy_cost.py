@@ -199,3 +199,28 @@ def test_cli_combined_figure(tmp_path):
     empty = CliRunner().invoke(app, ["plot", EXP, "elliptic-2d"] + base + [str(tmp_path / "none")])
     assert empty.exit_code == 1 and "elliptic-2d" in empty.output
     assert not (tmp_path / "none").exists() or not any((tmp_path / "none").iterdir())
+
+
+def test_what_docs_reproduce_md_reads_in_the_archive():
+    """docs/reproduce.md's reading of the archive's accuracy-cost figures: the front is poly, rfls and rfm
+    alone (poly alone in 2-D); the cheapest point at or below the paper's best LySep ℓ2 takes 0.007-3 CPU s,
+    LySep's runs 24-1,500 s (medians per size); no PINN size reaches that level."""
+    from lysep_cli.reports.accuracy_cost import medians, read_poly_study
+    from lysep_cli.reports.selection import shown
+
+    root = Path(__file__).resolve().parents[1] / "results" / "paper"
+    specs = load_specs(default_config())
+    names = ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
+    sel, _ = shown(root, [specs[n] for n in names], None, True, lambda _: None)
+    reach, lysep = [], []
+    for name in names:
+        series = solver_series(sel.of(name), read_poly_study(root, name))
+        costs, errors, who = medians(series, "l2")
+        front = {who[i][0] for i in pareto_front(costs, errors)}
+        assert front == ({"poly"} if name == "elliptic-2d" else {"poly", "rfls", "rfm"}), name
+        level = min(published_levels(name, "l2")["lysep"])
+        reach.append(min(c for c, e in zip(costs, errors) if e <= level))
+        lysep += [p.cost[1] for p in series["lysep"].points]
+        assert min(p.l2[1] for p in series["pinn"].points) > level, name
+    assert 0.006 <= min(reach) < 0.0075 and 2.5 <= max(reach) <= 3.5
+    assert 24 <= min(lysep) < 25 and 1400 <= max(lysep) <= 1500

@@ -151,7 +151,7 @@ def plot_accuracy_cost(records: list[RunRecord], experiment: str, out_dir: Path,
     styles = looks(series)
     levels = {q: published_levels(experiment, q) for q in QUANTITIES}
     handles, labels = _key_handles({s: _series_label(v) for s, v in series.items()}, styles, list(levels["l2"]))
-    fig, top, axes, key = _figure(1, 2, (3.5, 3.3), len(labels), 2, _caption(series, 165))
+    fig, top, axes, key = _figure(1, 2, (3.5, 3.3), len(labels), 2, _caption(series, 150))
     panels = {}
     for i, (ax, q) in enumerate(zip(axes.flat, QUANTITIES)):
         panels[q] = draw_panel(ax, series, q, levels[q], styles)
