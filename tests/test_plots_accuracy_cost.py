@@ -224,3 +224,15 @@ def test_what_docs_reproduce_md_reads_in_the_archive():
         assert min(p.l2[1] for p in series["pinn"].points) > level, name
     assert 0.006 <= min(reach) < 0.0075 and 2.5 <= max(reach) <= 3.5
     assert 24 <= min(lysep) < 25 and 1400 <= max(lysep) <= 1500
+
+
+def test_titles_give_the_seeds_per_solver():
+    """The loss figure's title: seeds per solver where they differ, poly's one fit apart."""
+    from lysep_cli.reports.plots import _seeds_note
+
+    def rec(solver: str, seed: int):
+        return synthetic_record(SPEC, solver, 3, 20, seed, J=1e-3, l2=1e-3, iterations=ITERATIONS)[0]
+
+    recs = [rec("pinn", s) for s in range(10)] + [rec("lysep", s) for s in range(10)] + \
+        [rec("pinn-adam", s) for s in range(3)] + [rec("poly", 0)]
+    assert _seeds_note(recs) == "10 seeds: PINN, LySep; 3 seeds: pinn-adam; poly: one fit"
