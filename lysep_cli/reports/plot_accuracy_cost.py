@@ -103,7 +103,9 @@ def draw_panel(ax, series: dict[str, Series], quantity: str, levels: dict[str, l
 def _caption(series: dict[str, Series], width: int) -> str:
     left = sum(p.left_out for s in series.values() for p in s.points)
     text = ("Marker: the median over the seeds of a size (networks, rfls), a width (rfm) or a degree (poly); "
-            "bars: least to largest run; CPU seconds: each record's own (one BLAS thread).")
+            "bars: least to largest run; front: the points no other beats in both cost and error; paper: the "
+            "published mean at its best size (dashed) and over all its sizes (band); CPU seconds: each record's "
+            "own (one BLAS thread).")
     if left:
         text += f" {left} run(s) that did not finish (diverged) left out of the medians."
     note = machines_note(series)
@@ -135,12 +137,12 @@ def _key_handles(solvers: dict[str, str], styles, paper: list[str]):
                               markersize=4.5 if marker != "*" else 6))
         labels.append(label)
     handles.append(Line2D([], [], color=FRONT_COLOUR, linewidth=2.2, alpha=0.35))
-    labels.append("front: the best accuracy at each cost (points no other beats in both)")
+    labels.append("front: best accuracy at each cost")
     for s in paper:
         colour = styles.get(s, looks([s])[s])[0]
         handles.append((Patch(color=colour, alpha=0.08, linewidth=0),
                         Line2D([], [], color=colour, linestyle=(0, (4, 2)), linewidth=0.9)))
-        labels.append(f"paper's {display_name(s)}, no times published: its best size (dashed), band: its sizes")
+        labels.append(f"paper's {display_name(s)} (no times): best size, band: all sizes")
     return handles, labels
 
 
@@ -184,15 +186,19 @@ def plot_accuracy_cost_combined(by_experiment: dict[str, list[RunRecord]], out_d
                                    styles, paper)
     ncols = 1 if len(names) == 1 else 2
     nrows = math.ceil(len(names) / ncols)
-    fig, top, axes, key = _figure(nrows, ncols, (3.6, 2.9), len(labels), 3, _caption(merged, 150))
+    width = 3.6 * ncols + 0.2  # inches, as _figure makes it: ~20 caption characters an inch, ~11 title ones
+    key_cols = 3 if ncols > 1 else 1
+    fig, top, axes, key = _figure(nrows, ncols, (3.6, 2.9), len(labels), key_cols,
+                                  _caption(merged, int(20.3 * width)))
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
     panels = {}
     for i, (ax, exp) in enumerate(zip(axes.flat, names)):
         panels[exp] = draw_panel(ax, every[exp], quantity, levels[exp], styles)
         ax.set_title(f"({chr(ord('a') + i)}) {exp}")
-    key.legend(handles, labels, loc="upper center", ncols=3 if len(names) > 1 else 1, frameon=False)
-    top.suptitle(f"Accuracy against cost: {QUANTITIES[quantity]} against CPU seconds per run")
+    key.legend(handles, labels, loc="upper center", ncols=key_cols, frameon=False)
+    title = f"Accuracy against cost: {QUANTITIES[quantity]} against CPU seconds per run"
+    top.suptitle("\n".join(textwrap.wrap(title, width=int(11 * width), break_on_hyphens=False)))
     return Drawn(save(fig, out_dir, "accuracy-cost"), panels)
 
 

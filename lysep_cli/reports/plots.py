@@ -214,8 +214,12 @@ def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn
     styles = looks(solvers)
     lines = [s for s in solvers if s not in shots]
     entries = len(lines) + len(shots)
-    ncols = 3 if len(sizes) > 1 else 2
-    key_height = _key_height(entries, ncols) + (0.12 if shots else 0.0)
+    ncols = 3 if len(sizes) > 1 else 1
+    width = 3.6 * 2 if len(sizes) > 1 else 4.2 + 3.6 - 3.25  # as _figure makes it, inches
+    note = textwrap.wrap("A solver of one least-squares solve has no iterations: a level at its final $J$ (the "
+                         "median over the seeds, a band over their range), labelled in the margin.",
+                         width=int(23 * width)) if shots else []
+    key_height = _key_height(entries, ncols) + 0.12 * len(note)
     title = f"{experiment}: loss $J$ versus iteration\n({_seeds_note(records)})"
     fig, axes, key = _figure(sizes, title, key_height, panel_width=3.6, panel_height=2.9)
     # the others first, wide and pale (dashed, dotted), PINN and LySep over them thin and solid: where curves
@@ -259,10 +263,8 @@ def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn
         what = ("one fit, no seed" if is_seed_free(s) else "1 seed") if runs == 1 else f"{runs} seeds"
         labels.append(f"{display_name(s)}: one least-squares solve ({what})")
     key.legend(handles, labels, loc="upper center", ncols=ncols, frameon=False)
-    if shots:
-        key.text(0.5, 0.02, "A solver of one least-squares solve has no iterations: a level at its final $J$ "
-                 "(the median over the seeds, a band over their range), labelled in the margin.",
-                 fontsize=6, ha="center", va="bottom")
+    if note:
+        key.text(0.5, 0.02, "\n".join(note), fontsize=6, ha="center", va="bottom")
     return Drawn(save(fig, out_dir, f"{experiment}-loss"), drawn)
 
 
