@@ -100,12 +100,12 @@ def draw_panel(ax, series: dict[str, Series], quantity: str, levels: dict[str, l
     return Panel(quantity, series, [who[i] for i in idx], front_xy, levels)
 
 
-def _caption(series: dict[str, Series], width: int) -> str:
+def _caption(series: dict[str, Series], width: int, paper: bool = True) -> str:
     left = sum(p.left_out for s in series.values() for p in s.points)
     text = ("Marker: the median over the seeds of a size (networks, rfls), a width (rfm) or a degree (poly); "
-            "bars: least to largest run; front: the points no other beats in both cost and error; paper: the "
-            "published mean at its best size (dashed) and over all its sizes (band); CPU seconds: each record's "
-            "own (one BLAS thread).")
+            "bars: least to largest run; front: the points no other beats in both cost and error; "
+            + ("paper: the published mean at its best size (dashed) and over all its sizes (band); " if paper else "")
+            + "CPU seconds: each record's own (one BLAS thread).")
     if left:
         text += f" {left} run(s) that did not finish (diverged) left out of the medians."
     note = machines_note(series)
@@ -153,7 +153,7 @@ def plot_accuracy_cost(records: list[RunRecord], experiment: str, out_dir: Path,
     styles = looks(series)
     levels = {q: published_levels(experiment, q) for q in QUANTITIES}
     handles, labels = _key_handles({s: _series_label(v) for s, v in series.items()}, styles, list(levels["l2"]))
-    fig, top, axes, key = _figure(1, 2, (3.5, 3.3), len(labels), 2, _caption(series, 150))
+    fig, top, axes, key = _figure(1, 2, (3.5, 3.3), len(labels), 2, _caption(series, 150, bool(levels["l2"])))
     panels = {}
     for i, (ax, q) in enumerate(zip(axes.flat, QUANTITIES)):
         panels[q] = draw_panel(ax, series, q, levels[q], styles)
@@ -189,7 +189,7 @@ def plot_accuracy_cost_combined(by_experiment: dict[str, list[RunRecord]], out_d
     width = 3.6 * ncols + 0.2  # inches, as _figure makes it: ~20 caption characters an inch, ~11 title ones
     key_cols = 3 if ncols > 1 else 1
     fig, top, axes, key = _figure(nrows, ncols, (3.6, 2.9), len(labels), key_cols,
-                                  _caption(merged, int(20.3 * width)))
+                                  _caption(merged, int(20.3 * width), bool(paper)))
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
     panels = {}
