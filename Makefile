@@ -5,12 +5,14 @@
 #   make reproduce        full sweep (4 experiments x 4 sizes x 10 seeds x PINN, LySep, 2000 iterations;
 #                         and rfls, rfm and poly, one least-squares solve each, seconds; poly one seed)
 #                         into the committed archive results/paper/ (runs already there are skipped),
-#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures;
+#                         then tables (LaTeX + Markdown), the comparison with the paper and the figures
+#                         (per experiment, and accuracy against cost of all four: RESULTS/figures/);
 #                         RESULTS=DIR reruns everything into DIR instead
 #   make extras           the other baselines (pinn-adam, pinn-lbfgs, pinn-lm) at EXTRA_SEEDS (0-2) in every
 #                         cell of the four experiments into RESULTS, then the outputs (docs/baselines.md)
 #   make depth            the depth study (docs/lysep-depth.md): elliptic-2d-depth, elliptic-10d-depth with
-#                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables (depth-outputs)
+#                         PINN, LySep, rfls, L-BFGS at L = 2..5 into RESULTS, then its tables and figures
+#                         (depth-outputs)
 #   make fixed-tau        LySep as written (one fixed tau, the paper's Algorithms 1-3) beside our default rule:
 #                         `lysep study step-size` at the two smallest sizes of each experiment, 3 seeds, 2000
 #                         sweeps, tau in FIXED_TAUS (a reduced grid at the second 5-D and 10-D sizes), into
@@ -133,10 +135,8 @@ outputs:
 	"$(LYSEP)" compare $(EXPERIMENTS) --format markdown $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/comparison.md
 	"$(LYSEP)" compare $(EXPERIMENTS) --format latex $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/comparison.tex
 	"$(LYSEP)" status $(EXPERIMENTS) $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/status.md
-	@for e in $(EXPERIMENTS); do \
-	  "$(LYSEP)" plot $$e $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) || exit $$?; \
-	done
-	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, status.md, <experiment>/figures/"
+	"$(LYSEP)" plot $(EXPERIMENTS) --combined $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS)
+	@echo "outputs under $(RESULTS)/: tables/, comparison.md, comparison.tex, status.md, <experiment>/figures/, figures/accuracy-cost.{png,pdf}"
 	@"$(LYSEP)" status $(EXPERIMENTS) $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --summary
 
 DEPTH_EXPERIMENTS := elliptic-2d-depth elliptic-10d-depth
@@ -155,6 +155,7 @@ depth-outputs:
 	  if ls "$(RESULTS)"/$$e/*/L*-M*/seed-*.json >/dev/null 2>&1; then \
 	    "$(LYSEP)" table $$e --format markdown $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/$$e.md || exit $$?; \
 	    "$(LYSEP)" study depth $$e $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) --out "$(RESULTS)"/tables/$$e-study.md || exit $$?; \
+	    "$(LYSEP)" plot $$e $(SHOW_FLAGS) --results "$(RESULTS)" $(CONFIG_FLAGS) || exit $$?; \
 	  else echo "$$e: no runs under $(RESULTS)/ yet"; fi; \
 	done
 

@@ -378,21 +378,27 @@ def status(
 @app.command(cls=opt.Command)
 @_guarded("figures written so far are complete, the one in progress left no file")
 def plot(
-    experiment: str = typer.Argument(..., help="experiment name"),
+    experiments: list[str] = typer.Argument(..., help="experiment name(s)"),
+    combined: bool = Flag(False, "--combined", help="also the experiments' accuracy against cost in one figure, "
+                          "RESULTS/figures/accuracy-cost.{png,pdf}"),
     out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
                                        help="output directory (default: RESULTS/EXPERIMENT/figures)"),
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
 ) -> None:
-    """The paper's figures for EXPERIMENT (PNG and PDF)."""
-    from lysep_cli.reports.plots import plot_experiment
+    """The paper's figures for each EXPERIMENT (PNG and PDF), with accuracy against cost."""
+    from lysep_cli.reports.plots import figure_dirs, plot_all
+    from lysep_cli.reports.selection import nothing_to_show
 
-    chosen = opt.report_specs(config, [experiment], results, out, iterations, out_is_dir=True)
-    out_dir = out if out is not None else results / experiment / "figures"
-    opt.out_path(out_dir, is_dir=True) if out is not None else opt.writable_dir(out_dir, "--out")
+    chosen = opt.report_specs(config, experiments, results, out, iterations, out_is_dir=True)
+    dirs = figure_dirs(results, [s.name for s in chosen], out)
+    for d in dict.fromkeys(d for e, d in dirs.items() if e is not None or combined):
+        opt.out_path(d, is_dir=True) if out is not None else opt.writable_dir(d, "--out")
     sel, _ = _shown(results, chosen, iterations, named=True)
-    for path in plot_experiment(sel.of(experiment), experiment, out_dir):
+    if any(not sel.of(s.name) for s in chosen):  # before any figure is written
+        raise nothing_to_show(results, [s for s in chosen if not sel.of(s.name)], sel)
+    for path in plot_all(sel, dirs, results, combined):
         typer.echo(str(path))
 
 

@@ -1,4 +1,4 @@
-"""lysep plot: the three figures come out as non-empty PNG and PDF files."""
+"""lysep plot: the four figures come out as non-empty PNG and PDF files."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_all_three_figures(tmp_path):
         write_record(root, "rfls", L, M, 0)
     out = root / EXP / "figures"
     paths = plot_experiment(records_of(root), EXP, out)
-    _check_files(paths, [f"{EXP}-loss", f"{EXP}-loss-JS", f"{EXP}-bound-ratio"], out)
+    _check_files(paths, [f"{EXP}-loss", f"{EXP}-loss-JS", f"{EXP}-bound-ratio", f"{EXP}-accuracy-cost"], out)
 
 
 def test_single_size_custom_dir_without_lysep(tmp_path):
@@ -75,14 +75,14 @@ def test_single_size_custom_dir_without_lysep(tmp_path):
     write_record(root, "pinn", 3, 20, 1)
     out = tmp_path / "figs"
     paths = plot_experiment(records_of(root), EXP, out)
-    _check_files(paths, [f"{EXP}-loss"], out)
+    _check_files(paths, [f"{EXP}-loss", f"{EXP}-accuracy-cost"], out)
 
 
 def test_lysep_without_bound_factor(tmp_path):
     root = tmp_path / "results"
     write_record(root, "lysep", 3, 20, 0, factor=None)
     paths = plot_experiment(records_of(root), EXP, tmp_path / "figs")
-    assert len(paths) == 6
+    assert len(paths) == 8
 
 
 def test_no_records(tmp_path):

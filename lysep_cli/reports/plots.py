@@ -1,50 +1,47 @@
 """The paper's figures from our run records (``lysep plot EXPERIMENT``), as PNG and PDF.
 
-Three figures per experiment, one panel per network size (L, M), every seed drawn as its own curve:
+Four figures per experiment; the iteration figures have one panel per network size (L, M), every seed
+drawn as its own curve:
 
-``<experiment>-loss``        J versus iteration for PINN and LySep (paper Fig. ``Fig_example1_loss``);
-                             other solvers found in the records (rfls, pinn-adam, ...) in other colours.
-``<experiment>-loss-JS``     J_S and J versus iteration for LySep (paper Fig. ``Fig_example1_loss_ORloss``).
-``<experiment>-bound-ratio`` J / J_S versus iteration for LySep, with the theoretical bound factor of
-                             the paper's theorems (the record's ``bound.factor``) as a dashed line.
+``<experiment>-loss``          J versus iteration for every solver that iterates (PINN, LySep, pinn-adam, ...;
+                               paper Fig. ``Fig_example1_loss``); the one-shot solvers (one least-squares
+                               solve: rfls, rfm, poly) as horizontal levels of their final J (a line at the
+                               median over the seeds, a band over their range) across every panel: rfls in
+                               the panel of its own (L, M), the others (poly "k = 19, P = 210", rfm
+                               "M = 800") in every panel.
+``<experiment>-loss-JS``       J_S and J versus iteration for LySep (paper Fig. ``Fig_example1_loss_ORloss``).
+``<experiment>-bound-ratio``   J / J_S versus iteration for LySep, with the theoretical bound factor of
+                               the paper's theorems (the record's ``bound.factor``) as a dashed line.
+``<experiment>-accuracy-cost`` test ℓ2 and J against CPU seconds per run, every solver
+                               (:mod:`lysep_cli.reports.plot_accuracy_cost`).
 
-All y axes are logarithmic. The figures are sized for a printed page (two panels across ~6.5 in).
-The records drawn are the ones the CLI selected (matching the spec, :func:`lysep_cli.reports.selection.select`);
-each figure is written atomically.
+All y axes are logarithmic. The figures are sized for a printed page (two panels across ~6.5 in); the
+legends of the loss figures sit below the panels, off the data. The records drawn are the ones the CLI
+selected (matching the spec, :func:`lysep_cli.reports.selection.select`); each figure is written atomically.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import textwrap
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterator
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")  # no display; must come before pyplot
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-
-from lysep_cli.reports.selection import bound_violations, display_name, finite_number, solver_key
-from lysep_cli.solvers import PAPER_SOLVERS, SOLVERS, solver_def
-from lysep_cli.store.atomic import write_bytes
+from lysep_cli.reports.figures import FORMATS, STYLE, Drawn, is_seed_free, looks, plt, save
+from lysep_cli.reports.plot_accuracy_cost import plot_accuracy_cost, plot_accuracy_cost_combined
+from lysep_cli.reports.accuracy_cost import poly_degree, read_poly_study
+from lysep_cli.reports.selection import Selection, bound_violations, display_name, finite_number, solver_key
+from lysep_cli.solvers import PAPER_SOLVERS
 from lysep_cli.store.schema import RunRecord
 
-#: colours per solver; solvers not listed take the next free colour of EXTRA_COLOURS
-COLOURS = {"pinn": "tab:red", "lysep": "tab:blue"}
-EXTRA_COLOURS = ["tab:green", "tab:orange", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan",
-                 "tab:gray"]
 J_COLOUR, JS_COLOUR, BOUND_COLOUR = "tab:blue", "tab:orange", "black"
-FORMATS = ("png", "pdf")
-STYLE = {
-    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7,
-    "xtick.labelsize": 7, "ytick.labelsize": 7, "figure.titlesize": 9, "lines.linewidth": 0.8,
-    "savefig.dpi": 200, "axes.grid": True, "grid.alpha": 0.3, "grid.linewidth": 0.5,
-}
 
 
 def _series(x: Any) -> np.ndarray | None:
@@ -59,28 +56,32 @@ def _series(x: Any) -> np.ndarray | None:
     return a
 
 
-def _colours(solvers: Iterable[str]) -> dict[str, str]:
-    out, extra = {}, iter(EXTRA_COLOURS * 4)
-    for s in solvers:
-        out[s] = COLOURS.get(s) or next(extra)
-    return out
-
-
 def _grid(n: int) -> tuple[int, int]:
     ncols = 1 if n == 1 else 2
     return math.ceil(n / ncols), ncols
 
 
-def _figure(sizes: list[tuple[int, int]], title: str):
+def _figure(sizes: list[tuple[int, int]], title: str, key_height: float = 0.0, panel_width: float = 3.25,
+            panel_height: float = 2.5):
+    """A grid of one panel per (L, M) (log y, iteration x) under ``title``; with ``key_height`` (inches) a
+    strip below the panels for the legend, off the data.  (figure, {(L, M): axes}, the strip or None)."""
     nrows, ncols = _grid(len(sizes))
     if ncols == 1:  # one panel: a little wider, and the title on two lines so that it fits
-        figsize = (4.2, 3.3)
+        figsize = (4.2 + panel_width - 3.25, 3.3 + panel_height - 2.5)
         title = title.replace(": ", ":\n", 1)
     else:
-        figsize = (3.25 * ncols, 2.5 * nrows + 0.35)
+        figsize = (panel_width * ncols, panel_height * nrows + 0.35)
         width = round(11 * figsize[0])  # ~11 title characters an inch
-        title = "\n".join(textwrap.wrap(title, width=width, break_on_hyphens=False))
-    fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, constrained_layout=True)
+        title = "\n".join(w for line in title.split("\n")
+                          for w in textwrap.wrap(line, width=width, break_on_hyphens=False))
+    key = None
+    if key_height:
+        fig = plt.figure(figsize=(figsize[0], figsize[1] + key_height), layout="constrained")
+        top, key = fig.subfigures(2, 1, height_ratios=[figsize[1], key_height])
+        axes = top.subplots(nrows, ncols, squeeze=False)
+    else:
+        fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False, constrained_layout=True)
+        top = fig
     for ax in axes.flat[len(sizes):]:
         ax.set_visible(False)
     panels = {}
@@ -90,64 +91,194 @@ def _figure(sizes: list[tuple[int, int]], title: str):
         ax.set_yscale("log")
         ax.set_xlabel("iteration")
         panels[(L, M)] = ax
-    fig.suptitle(title)
-    return fig, panels
+    top.suptitle(title)
+    return fig, panels, key
 
 
-def _save(fig, out_dir: Path, stem: str) -> list[Path]:
-    paths = []
-    try:
-        for ext in FORMATS:
-            buf = io.BytesIO()
-            # no creation date in a PDF: the same records give the same bytes (no churn in the archive)
-            fig.savefig(buf, format=ext, **({"metadata": {"CreationDate": None}} if ext == "pdf" else {}))
-            paths.append(write_bytes(out_dir / f"{stem}.{ext}", buf.getvalue()))
-    finally:
-        plt.close(fig)
-    return paths
+def _key_height(n_entries: int, ncols: int) -> float:
+    return 0.16 * math.ceil(n_entries / ncols) + 0.12
 
 
 def _seeds_note(recs: list[RunRecord]) -> str:
-    """"10 seeds", or "10 seeds; poly: one fit" where a seed-free solver (one run, no spread) is drawn too."""
-    free = sorted({r.solver for r in recs if r.solver in SOLVERS and solver_def(r.solver).capabilities.seed_free},
-                  key=solver_key)
-    n = len({r.seed for r in recs if r.solver not in free})
-    notes = [f"{n} seed" + ("" if n == 1 else "s")] if n or not free else []
+    """"10 seeds" when every seeded solver has that many; else "10 seeds: PINN, LySep; 3 seeds: pinn-adam";
+    a seed-free solver (one run, no spread) apart: "10 seeds; poly: one fit"."""
+    solvers = sorted({r.solver for r in recs}, key=solver_key)
+    free = [s for s in solvers if is_seed_free(s)]
+    counts = {s: len({r.seed for r in recs if r.solver == s}) for s in solvers if s not in free}
+
+    def seeds(n: int) -> str:
+        return f"{n} seed" + ("" if n == 1 else "s")
+
+    groups = sorted(set(counts.values()), reverse=True)
+    if len(groups) == 1:
+        notes = [seeds(groups[0])]
+    else:
+        notes = [seeds(n) + ": " + ", ".join(display_name(s) for s in counts if counts[s] == n) for n in groups]
+    if not counts and not free:
+        notes = [seeds(0)]
     return "; ".join(notes + [f"{display_name(s)}: one fit" for s in free])
 
 
-def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> list[Path]:
-    """Figure (a): J versus iteration for every solver, all seeds, one panel per (L, M)."""
-    paper = {(r.L, r.M) for r in records if r.solver in PAPER_SOLVERS}
-    sizes = sorted({(r.L, r.M) for r in records}, key=lambda s: (s not in paper, s))  # the paper's first
+@dataclass(frozen=True)
+class Level:
+    """A one-shot solver drawn as a level: its final J over the runs of one (L, M) (a line at the median,
+    a band over the range); ``label`` says what it is ("poly k = 19, P = 210", "rfm M = 800")."""
+
+    solver: str
+    label: str
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.values))
+
+
+@dataclass(frozen=True)
+class LossPanel:
+    """What a panel of ``<experiment>-loss`` drew: solver -> curves (one per run), and the levels."""
+
+    curves: dict[str, int] = field(default_factory=dict)
+    levels: list[Level] = field(default_factory=list)
+
+
+def one_shot(records: list[RunRecord]) -> set[str]:
+    """The solvers whose every run is one least-squares solve: a J history of at most 2 entries (before,
+    after); drawn as levels, not over an iteration axis."""
+    def short(r: RunRecord) -> bool:
+        J = r.history.get("J")
+        return J is None or len(J) <= 2
+    solvers = {r.solver for r in records}
+    return {s for s in solvers if all(short(r) for r in records if r.solver == s)}
+
+
+def _level_label(solver: str, L: int, M: int, recs: list[RunRecord], own_panel: bool) -> str:
+    name = display_name(solver)
+    if own_panel:
+        return f"{name}\n$L={L}, M={M}$"
+    if solver == "poly":
+        ks = {poly_degree(r) for r in recs}
+        k = ks.pop() if len(ks) == 1 else None
+        return f"{name}\n$k={k}$, $P={M}$" if k is not None else f"{name}\n$P={M}$"
+    if solver == "rfm":
+        return f"{name}\n$M={M}$"
+    return f"{name}\n$L={L}, M={M}$"
+
+
+def _levels(records: list[RunRecord], shots: set[str], panel_sizes: set[tuple[int, int]],
+            size: tuple[int, int]) -> list[Level]:
+    """The one-shot levels of the panel of ``size``: those at this (L, M), and those at a size that has no
+    panel (drawn in every panel)."""
+    out = []
+    for s in sorted(shots, key=solver_key):
+        recs = [r for r in records if r.solver == s]
+        for L, M in sorted({(r.L, r.M) for r in recs}):
+            if (L, M) != size and (L, M) in panel_sizes:
+                continue
+            cell = [r for r in recs if (r.L, r.M) == (L, M)]
+            vals = tuple(float(r.final.J) for r in cell if r.ok and finite_number(r.final.J) and r.final.J > 0)
+            if vals:
+                out.append(Level(s, _level_label(s, L, M, cell, (L, M) == size), vals))
+    return out
+
+
+def _spread_labels(ax, levels: list[Level], colours: dict[str, str]) -> None:
+    """Each level's label in the right margin at its height, moved apart where two would overlap."""
+    if not levels:
+        return
+    lo, hi = (math.log10(v) for v in ax.get_ylim())
+    frac = [(math.log10(lv.median) - lo) / (hi - lo) for lv in levels]
+    order = sorted(range(len(levels)), key=lambda i: frac[i])
+    gap, pos = 0.09, {}
+    last = -math.inf
+    for i in order:
+        pos[i] = max(frac[i], last + gap)
+        last = pos[i]
+    shift = max(0.0, last - 1.0)
+    for i, lv in enumerate(levels):
+        y = pos[i] - shift
+        moved = abs(y - frac[i]) > 0.01  # a leader from the label to its level
+        ax.annotate(lv.label, xy=(1.0, frac[i]), xycoords="axes fraction", xytext=(1.03, y),
+                    textcoords="axes fraction", fontsize=6, color=colours[lv.solver], va="center", ha="left",
+                    linespacing=0.95, arrowprops=dict(arrowstyle="-", color=colours[lv.solver], linewidth=0.5,
+                                                      shrinkA=0, shrinkB=0) if moved else None)
+
+
+def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn:
+    """Figure (a): J versus iteration for every solver that iterates, all seeds, one panel per (L, M); the
+    one-shot solvers as levels of their final J (:func:`one_shot`).  What it drew: {(L, M): LossPanel}."""
+    shots = one_shot(records)
+    iterating = [r for r in records if r.solver not in shots] or records
+    paper = {(r.L, r.M) for r in iterating if r.solver in PAPER_SOLVERS}
+    sizes = sorted({(r.L, r.M) for r in iterating}, key=lambda s: (s not in paper, s))  # the paper's first
     solvers = sorted({r.solver for r in records}, key=solver_key)
-    colours = _colours(solvers)
-    names = ", ".join(display_name(s) for s in solvers)
-    fig, panels = _figure(sizes, f"{experiment}: loss $J$ versus iterations, {names} ({_seeds_note(records)})")
-    for (L, M), ax in panels.items():
-        drawn = []
-        for s in solvers:
+    styles = looks(solvers)
+    lines = [s for s in solvers if s not in shots]
+    entries = len(lines) + len(shots)
+    ncols = 3 if len(sizes) > 1 else 1
+    width = 3.6 * 2 if len(sizes) > 1 else 4.2 + 3.6 - 3.25  # as _figure makes it, inches
+    note = textwrap.wrap("A solver of one least-squares solve has no iterations: a level at its final $J$ (the "
+                         "median over the seeds, a band over their range), labelled in the margin.",
+                         width=int(23 * width)) if shots else []
+    key_height = _key_height(entries, ncols) + 0.12 * len(note)
+    title = f"{experiment}: loss $J$ versus iteration\n({_seeds_note(records)})"
+    fig, axes, key = _figure(sizes, title, key_height, panel_width=3.6, panel_height=2.9)
+    # the others first, wide and pale (dashed, dotted), PINN and LySep over them thin and solid: where curves
+    # coincide (PINN and pinn-adam on their plateau) the thin line shows inside the wide one
+    order = sorted(lines, key=lambda s: (s in PAPER_SOLVERS, solver_key(s)))
+    drawn: dict[tuple[int, int], LossPanel] = {}
+    for (L, M), ax in axes.items():
+        panel = LossPanel()
+        for s in order:
+            colour, _, style = styles[s]
+            paper_solver = s in PAPER_SOLVERS
             for r in (r for r in records if (r.L, r.M, r.solver) == (L, M, s)):
                 J = _series(r.history.get("J"))
                 if J is None:
                     continue
-                ax.plot(np.arange(J.size), J, color=colours[s], alpha=0.75)
-                if s not in drawn:
-                    drawn.append(s)
+                ax.plot(np.arange(J.size), J, color=colour, linestyle=style, alpha=0.8 if paper_solver else 0.45,
+                        linewidth=0.7 if paper_solver else 2.2, zorder=3 if paper_solver else 2)
+                panel.curves[s] = panel.curves.get(s, 0) + 1
+        for lv in _levels(records, shots, set(sizes), (L, M)):
+            colour, _, style = styles[lv.solver]
+            if max(lv.values) > min(lv.values):
+                ax.axhspan(min(lv.values), max(lv.values), color=colour, alpha=0.18, linewidth=0, zorder=1)
+            ax.axhline(lv.median, color=colour, linestyle=style, linewidth=1.0, zorder=4)  # over the curves
+            panel.levels.append(lv)
         ax.set_ylabel("$J$")
-        if drawn:
-            ax.legend([Line2D([], [], color=colours[s]) for s in drawn], [display_name(s) for s in drawn],
-                      loc="best")
-    return _save(fig, out_dir, f"{experiment}-loss")
+        drawn[(L, M)] = panel
+    for (L, M), ax in axes.items():
+        _spread_labels(ax, drawn[(L, M)].levels, {s: styles[s][0] for s in shots})
+    handles, labels = [], []
+    for s in lines:
+        colour, _, style = styles[s]
+        paper_solver = s in PAPER_SOLVERS
+        handles.append(Line2D([], [], color=colour, linestyle=style, linewidth=0.7 if paper_solver else 2.2,
+                              alpha=0.8 if paper_solver else 0.45))
+        labels.append(display_name(s))
+    for s in sorted(shots, key=solver_key):
+        colour, _, style = styles[s]
+        handles.append((Patch(color=colour, alpha=0.18, linewidth=0), Line2D([], [], color=colour, linestyle=style)))
+        runs = max(len({r.seed for r in records if r.solver == s and (r.L, r.M) == c})
+                   for c in {(r.L, r.M) for r in records if r.solver == s})
+        what = ("one fit, no seed" if is_seed_free(s) else "1 seed") if runs == 1 else f"{runs} seeds"
+        labels.append(f"{display_name(s)}: one least-squares solve ({what})")
+    key.legend(handles, labels, loc="upper center", ncols=ncols, frameon=False)
+    if note:
+        key.text(0.5, 0.02, "\n".join(note), fontsize=6, ha="center", va="bottom")
+    return Drawn(save(fig, out_dir, f"{experiment}-loss"), drawn)
 
 
-def plot_loss_js(records: list[RunRecord], experiment: str, out_dir: Path, solver: str = "lysep") -> list[Path]:
-    """Figure (b): J_S and J versus iteration for LySep, all seeds, one panel per (L, M)."""
+def plot_loss_js(records: list[RunRecord], experiment: str, out_dir: Path, solver: str = "lysep") -> Drawn:
+    """Figure (b): J_S and J versus iteration for LySep, all seeds, one panel per (L, M).  What it drew:
+    {(L, M): runs drawn}."""
     recs = [r for r in records if r.solver == solver]
     sizes = sorted({(r.L, r.M) for r in recs})
     name = display_name(solver)
-    fig, panels = _figure(sizes, f"{experiment}: $J_S$ and $J$ versus iterations, {name} ({_seeds_note(recs)})")
+    fig, panels, key = _figure(sizes, f"{experiment}: $J_S$ and $J$ versus iterations, {name} "
+                                      f"({_seeds_note(recs)})", _key_height(2, 2))
+    drawn = {}
     for (L, M), ax in panels.items():
+        drawn[(L, M)] = 0
         for r in (r for r in recs if (r.L, r.M) == (L, M)):
             h = r.history
             J, JS = _series(h.get("J")), _series(h.get("J_S"))
@@ -155,19 +286,22 @@ def plot_loss_js(records: list[RunRecord], experiment: str, out_dir: Path, solve
                 ax.plot(np.arange(JS.size), JS, color=JS_COLOUR, alpha=0.75)
             if J is not None:
                 ax.plot(np.arange(J.size), J, color=J_COLOUR, alpha=0.75, linestyle="--")
+            drawn[(L, M)] += 1
         ax.set_ylabel("loss")
-        ax.legend([Line2D([], [], color=JS_COLOUR), Line2D([], [], color=J_COLOUR, linestyle="--")],
-                  ["$J_S$ (LySep loss)", "$J$ (PINN loss of $W_l, b_l$)"], loc="best")
-    return _save(fig, out_dir, f"{experiment}-loss-JS")
+    key.legend([Line2D([], [], color=JS_COLOUR), Line2D([], [], color=J_COLOUR, linestyle="--")],
+               ["$J_S$ (LySep loss)", "$J$ (PINN loss of $W_l, b_l$)"], loc="center", ncols=2, frameon=False)
+    return Drawn(save(fig, out_dir, f"{experiment}-loss-JS"), drawn)
 
 
-def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, solver: str = "lysep") -> list[Path]:
-    """Figure (c): J / J_S versus iteration for LySep with the theoretical bound factor as a line."""
+def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, solver: str = "lysep") -> Drawn:
+    """Figure (c): J / J_S versus iteration for LySep with the theoretical bound factor as a line.  What it
+    drew: {(L, M): the bound factors drawn}."""
     recs = [r for r in records if r.solver == solver]
     sizes = sorted({(r.L, r.M) for r in recs})
     name = display_name(solver)
-    fig, panels = _figure(sizes, f"{experiment}: ratio $J / J_S$ versus iterations, {name} "
-                                 f"({_seeds_note(recs)})")
+    fig, panels, _ = _figure(sizes, f"{experiment}: ratio $J / J_S$ versus iterations, {name} "
+                                    f"({_seeds_note(recs)})")
+    drawn = {}
     for (L, M), ax in panels.items():
         factors, violated, checked = set(), 0, 0
         for r in (r for r in recs if (r.L, r.M) == (L, M)):
@@ -190,14 +324,17 @@ def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, s
             labels.append(f"bound factor {f:g}" + (f" (exceeded in {violated}/{checked} runs)" if checked else ""))
         ax.set_ylabel("$J / J_S$")
         ax.legend(handles, labels, loc="best")
-    return _save(fig, out_dir, f"{experiment}-bound-ratio")
+        drawn[(L, M)] = sorted(factors)
+    return Drawn(save(fig, out_dir, f"{experiment}-bound-ratio"), drawn)
 
 
-def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path) -> list[Path]:
+def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path,
+                    poly_study: pd.DataFrame | None = None) -> list[Path]:
     """Write the figures of ``experiment`` from ``records`` (PNG and PDF) under ``out_dir``; their paths.
 
-    Figures (b) and (c) need LySep runs and are skipped without them.  ValueError when ``records`` holds
-    no run of the experiment.
+    Figures (b) and (c) need LySep runs and are skipped without them; ``poly_study``: poly's degree study
+    (:func:`lysep_cli.reports.accuracy_cost.read_poly_study`), its degrees in the accuracy-cost figure.
+    ValueError when ``records`` holds no run of the experiment.
     """
     records = [r for r in records if r.experiment == experiment]
     if not records:
@@ -205,11 +342,46 @@ def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path) ->
     out_dir = Path(out_dir)
     paths: list[Path] = []
     with matplotlib.rc_context(STYLE):
-        paths += plot_loss(records, experiment, out_dir)
+        paths += plot_loss(records, experiment, out_dir).paths
         if any(r.solver == "lysep" for r in records):
-            paths += plot_loss_js(records, experiment, out_dir)
-            paths += plot_bound_ratio(records, experiment, out_dir)
+            paths += plot_loss_js(records, experiment, out_dir).paths
+            paths += plot_bound_ratio(records, experiment, out_dir).paths
+        paths += plot_accuracy_cost(records, experiment, out_dir, poly_study).paths
     return paths
 
 
-__all__ = ["plot_experiment", "plot_loss", "plot_loss_js", "plot_bound_ratio", "FORMATS"]
+def plot_combined(by_experiment: dict[str, list[RunRecord]], out_dir: Path,
+                  poly_studies: dict[str, pd.DataFrame | None] | None = None) -> list[Path]:
+    """``accuracy-cost.{png,pdf}`` under ``out_dir``: the ℓ2-against-cost panel of every experiment of
+    ``by_experiment`` (name -> its records) in one figure; its paths."""
+    by_experiment = {e: [r for r in recs if r.experiment == e] for e, recs in by_experiment.items()}
+    empty = [e for e, recs in by_experiment.items() if not recs]
+    if empty or not by_experiment:
+        raise ValueError(f"no run records of experiment(s) {', '.join(empty) or '(none given)'}")
+    with matplotlib.rc_context(STYLE):
+        return plot_accuracy_cost_combined(by_experiment, Path(out_dir), poly_studies).paths
+
+
+def figure_dirs(results: Path, experiments: list[str], out: Path | None) -> dict[str | None, Path]:
+    """Where ``lysep plot`` writes: experiment -> RESULTS/<experiment>/figures, None (the combined figure)
+    -> RESULTS/figures; everything into ``out`` when given."""
+    dirs: dict[str | None, Path] = {e: out if out is not None else Path(results) / e / "figures"
+                                    for e in experiments}
+    dirs[None] = out if out is not None else Path(results) / "figures"
+    return dirs
+
+
+def plot_all(sel: Selection, dirs: dict[str | None, Path], results: Path, combined: bool) -> Iterator[Path]:
+    """The figures of every experiment of ``dirs`` (:func:`figure_dirs`) from ``sel``, then (``combined``)
+    their accuracy against cost in one figure; each path as it is written.  poly's degree studies are
+    read from ``results``."""
+    names = [e for e in dirs if e is not None]
+    studies = {e: read_poly_study(results, e) for e in names}
+    for e in names:
+        yield from plot_experiment(sel.of(e), e, dirs[e], studies[e])
+    if combined:
+        yield from plot_combined({e: sel.of(e) for e in names}, dirs[None], studies)
+
+
+__all__ = ["plot_experiment", "plot_combined", "plot_all", "figure_dirs", "plot_loss", "plot_loss_js", "plot_bound_ratio", "one_shot",
+           "Level", "LossPanel", "FORMATS"]
