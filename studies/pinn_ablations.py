@@ -24,11 +24,12 @@ the runs already in the CSV, so the script resumes; the summary .md is rewritten
              initialisation with a stable step?
 
 PyTorch's nn.Linear(fan_in, fan_out) initialises W with kaiming_uniform_(a=sqrt(5)), i.e. U(+-1/sqrt(fan_in)),
-and b with U(+-1/sqrt(fan_in)).  The paper states U(+-M^-1/2) for every W_l, b_l
-(lysep_cli.numerics.network.init_params).  Layers 2..L have fan_in = M, so the two coincide there; only
-W_1, b_1 differ (fan_in = n_in = d, or d + 1 with time).  :func:`torch_default_init` draws from the same
-numpy generator in the same order as init_params, so layers 2..L are bit-identical to the spec's start
-and W_1, b_1 are the spec's draw scaled by sqrt(M / n_in): the ablation changes the first layer only.
+and b with U(+-1/sqrt(fan_in)).  The paper states U(+-M^-1/2) for every W_l, b_l.  Both are the solvers'
+setting ``init`` (``paper``, the default, and ``torch``: lysep_cli.numerics.network.init_params; this study's
+"spec" and "torch").  Layers 2..L have fan_in = M, so the two coincide there; only W_1, b_1 differ (fan_in =
+n_in = d, or d + 1 with time).  The torch start draws from the same numpy generator in the same order, so
+layers 2..L are bit-identical to the spec's start and W_1, b_1 are the spec's draw scaled by sqrt(M / n_in):
+the ablation changes the first layer only.
 
 Baselines at the spec's own settings are read from results/paper/<experiment>/pinn/L3-M<M>/seed-<s>.json,
 not recomputed.  Every cell is mean +- sample std (ddof = 1) over the seeds whose run stayed finite.
@@ -62,6 +63,7 @@ from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.numerics.metrics import relative_l2
 from lysep_cli.solvers import solver_def
+from lysep_cli.solvers.base import initial_network
 from lysep_cli.specs import default_config, load_specs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,27 +92,8 @@ FIELDS = ["part", "experiment", "L", "M", "seed", "init", "lr", "lr_final", "ite
 # ---------------------------------------------------------------------------------------------
 # Initialisation and one run
 
-def torch_default_init(n_in: int, L: int, M: int, seed: int) -> network.Params:
-    """W_l, b_l ~ U(+-1/sqrt(fan_in_l)) (PyTorch's nn.Linear default), drawn like init_params."""
-    rng = np.random.default_rng(seed)
-    sizes = [n_in] + [M] * (L - 1) + [1]
-    out = []
-    for l in range(L):
-        s = sizes[l] ** -0.5
-        out.append((rng.uniform(-s, s, (sizes[l + 1], sizes[l])), rng.uniform(-s, s, sizes[l + 1])))
-    return out
-
-
-def initial(init: str, n_in: int, L: int, M: int, seed: int) -> network.Params:
-    if init == "spec":
-        return network.init_params(n_in, L, M, seed)
-    if init == "torch":
-        p = torch_default_init(n_in, L, M, seed)
-        ref = network.init_params(n_in, L, M, seed)
-        for (W, b), (W0, b0) in zip(p[1:], ref[1:]):  # fan_in = M: identical to the spec's draw
-            assert np.array_equal(W, W0) and np.array_equal(b, b0)
-        return p
-    raise ValueError(init)
+#: the study's names of the starts (its CSV's ``init`` column) -> the solvers' ``init`` setting
+INIT_SETTING = {"spec": "paper", "torch": "torch"}
 
 
 def rel_move(W: np.ndarray, W0: np.ndarray) -> float:
@@ -121,9 +104,9 @@ def run_one(spec, L: int, M: int, seed: int, init: str, lr: float, lr_final: flo
             iterations: int) -> dict:
     data = experiment_data(spec)
     problem, train = data.problem, data.training
-    settings = spec.solvers["pinn"].replace(lr=lr, lr_final=lr_final)
+    settings = spec.solvers["pinn"].replace(lr=lr, lr_final=lr_final, init=INIT_SETTING[init])
     solve = solver_def("pinn").solve
-    params0 = initial(init, problem.n_in, L, M, seed)
+    params0 = initial_network(settings, problem.n_in, L, M, seed)
     t0, c0 = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         try:

@@ -28,10 +28,10 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.solvers import solver_def
+from lysep_cli.solvers.base import initial_network
 from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 from lysep_cli.store import records
 from common import report_parser, write_report
-from pinn_ablations import initial
 from pinn_plateau_phi import projection_error
 
 EXPERIMENT = "elliptic-2d"
@@ -61,14 +61,15 @@ def report(results: Path, size: str, seeds_text: str) -> str:
     (L, M), = parse_sizes(size, spec)
     data = experiment_data(spec)
     settings = spec.solvers["pinn"]
+    torch = settings.replace(init="torch")  # the spec's PINN with nn.Linear's default start
     out = [f"# PINN-GD from PyTorch's default start, {EXPERIMENT} ({L},{M}) (`studies/pinn_torch_curve.py`)", "",
            f"Step {settings.lr:g} -> {settings.lr_final:g} (the spec's), {spec.iterations} iterations. J every "
            f"{EVERY} iterations; gap to affine: ||phi - P_1 phi|| / ||phi|| on the test set; pre-act.: max "
            "|W_1 x + b_1| there. Stated start: the archived run of the same seed.", ""]
     for seed in parse_seeds(seeds_text, spec):
-        params0 = initial("torch", data.problem.n_in, L, M, seed)
+        params0 = initial_network(torch, data.problem.n_in, L, M, seed)
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
-            res = solver_def("pinn").solve(data.problem, data.training, params0, settings, spec.iterations)
+            res = solver_def("pinn").solve(data.problem, data.training, params0, torch, spec.iterations)
         J = np.array([np.nan if x is None else x for x in res.history["J"]], dtype=float)
         final = network.pinn_loss(res.params, data.training.Z, data.training.coef, data.training.Y)
         json_path, npz_path = records.record_paths(results, EXPERIMENT, "pinn", L, M, seed)

@@ -1,4 +1,5 @@
-"""studies/pinn_ablations.py: the PyTorch-default start, the run plan and resuming (no long runs)."""
+"""studies/pinn_ablations.py: the run plan and resuming (no long runs; its PyTorch-default start is the solvers'
+setting ``init: torch``, tests/test_init_setting.py)."""
 
 import lysep_cli  # noqa: F401
 
@@ -8,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lysep_cli.numerics import network
 from lysep_cli.specs import default_config, load_specs
 
 SCRIPT = Path(__file__).resolve().parents[1] / "studies" / "pinn_ablations.py"
@@ -20,21 +20,6 @@ def pa():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-@pytest.mark.parametrize("n_in,M", [(2, 30), (10, 150), (6, 20)])
-def test_torch_init_bounds_and_shared_layers(pa, n_in, M):
-    p = pa.torch_default_init(n_in, 3, M, seed=4)
-    ref = network.init_params(n_in, 3, M, seed=4)
-    bound = n_in ** -0.5
-    W1, b1 = p[0]
-    assert np.abs(W1).max() <= bound and np.abs(b1).max() <= bound
-    assert np.abs(W1).max() > 0.9 * bound  # the draw fills U(+-1/sqrt(fan_in))
-    # same generator, same order: W_1, b_1 are the spec's draw scaled; layers 2..L identical
-    np.testing.assert_allclose(W1, ref[0][0] * (M / n_in) ** 0.5, rtol=1e-12)
-    np.testing.assert_allclose(b1, ref[0][1] * (M / n_in) ** 0.5, rtol=1e-12)
-    for (W, b), (W0, b0) in zip(p[1:], ref[1:]):
-        assert np.array_equal(W, W0) and np.array_equal(b, b0)
 
 
 def test_plan_sizes_and_settings(pa):

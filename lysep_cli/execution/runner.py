@@ -33,7 +33,7 @@ from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, loss, re
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.sincos import NUMBA_UP_TO, numba_for_run  # NUMBA_UP_TO: hashed in the numerics id
 from lysep_cli.solvers import seeds_of, solver_def
-from lysep_cli.solvers.base import SolveResult, copy_params, diverged
+from lysep_cli.solvers.base import SolveResult, copy_params, diverged, initial_network
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store import records
@@ -92,7 +92,7 @@ def execute(spec: ExperimentSpec, key: RunKey, iterations: int,
     problem, train = data.problem, data.training
     settings = spec.solvers[key.solver]
     solve = solver_def(key.solver).solve
-    params0 = network.init_params(problem.n_in, key.L, key.M, key.seed)
+    params0 = initial_network(settings, problem.n_in, key.L, key.M, key.seed)
     numba_for_run(key.M * spec.n_train, NUMBA_UP_TO.get(key.solver))  # the same bits either way
     ckpt = None if results_dir is None else _checkpoint(spec, key, iterations, results_dir, data.sha256)
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -175,8 +175,8 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     tune_malloc()  # as execute: the malloc thresholds of a dask worker, here too (no number changes)
     be = backends.resolve(device)
     problem, train = experiment_data(spec).problem, experiment_data(spec).training
-    params0 = [network.init_params(train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
     solver, settings = keys[0].solver, spec.solvers[keys[0].solver]
+    params0 = [initial_network(settings, train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
     numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(solver))  # the same bits either way
     versions = {**fingerprint(), **be.fingerprint()}
     start, cpu_start = time.perf_counter(), time.process_time()

@@ -36,19 +36,30 @@ Params = list[tuple[np.ndarray, np.ndarray]]
 """[(W_1, b_1), ..., (W_L, b_L)]: W_l (out, in), b_l (out,)."""
 
 
-def init_params(n_in: int, L: int, M: int, seed: int) -> Params:
-    """W_l, b_l ~ U(-M^{-1/2}, M^{-1/2}) (Section 4), drawn in order W_1, b_1, ..., W_L, b_L.
+#: the initial networks a run can start from (the ``init`` setting of the network solvers)
+INITS = ("paper", "torch")
+
+
+def init_params(n_in: int, L: int, M: int, seed: int, init: str = "paper") -> Params:
+    """The seeded initial network, drawn in order W_1, b_1, ..., W_L, b_L from one generator.
+
+    ``init``: "paper" (the default): W_l, b_l ~ U(-M^{-1/2}, M^{-1/2}) for every layer (Section 4);
+    "torch": PyTorch's nn.Linear default, W_l, b_l ~ U(-fan_in^{-1/2}, fan_in^{-1/2}) with fan_in the
+    layer's input width (n_in for the first layer, M after).  The draws are the same numbers scaled per
+    layer, so layers 2..L of the two are bit-identical and W_1, b_1 differ by the factor sqrt(M / n_in).
 
     Shapes: W_1 (M, n_in), W_2..W_{L-1} (M, M), W_L (1, M); b_l (M,), b_L (1,).
     """
     if L < 2 or M < 1:
         raise ValueError(f"need L >= 2 and M >= 1, got L={L}, M={M}")
+    if init not in INITS:
+        raise ValueError(f"unknown init {init!r}; choose from {', '.join(INITS)}")
     rng = np.random.default_rng(seed)
-    s = M ** -0.5
     sizes = [n_in] + [M] * (L - 1) + [1]
+    scales = [M ** -0.5] * L if init == "paper" else [fan_in ** -0.5 for fan_in in sizes[:-1]]
     return [
         (rng.uniform(-s, s, (sizes[l + 1], sizes[l])), rng.uniform(-s, s, sizes[l + 1]))
-        for l in range(L)
+        for l, s in enumerate(scales)
     ]
 
 

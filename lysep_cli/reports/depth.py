@@ -28,7 +28,7 @@ def hidden_moves(rec: RunRecord, results_dir: str | Path, n_in: int) -> list[flo
     """``||W_l - W_l^0|| / ||W_l^0||`` for l = 1..L-1 of one archived run (L-1 numbers)."""
     _, npz = records.record_paths(results_dir, rec.experiment, rec.solver, rec.L, rec.M, rec.seed)
     trained = records.load_params(npz)
-    start = network.init_params(n_in, rec.L, rec.M, rec.seed)
+    start = network.init_params(n_in, rec.L, rec.M, rec.seed, rec.settings.get("init", "paper"))
     return [float(np.linalg.norm(W - W0) / np.linalg.norm(W0))
             for (W, _), (W0, _) in zip(trained[:-1], start[:-1])]
 

@@ -77,7 +77,7 @@ def run_one(spec: ExperimentSpec, run: dict[str, Any], base: LySepSettings) -> d
     L, M = run["L"], run["M"]
     settings = (base.replace(step_rule="fixed", tau=run["tau"]) if run["rule"] == "fixed"
                 else base.replace(step_rule="backtracking"))
-    params0 = network.init_params(problem.n_in, L, M, run["seed"])
+    params0 = network.init_params(problem.n_in, L, M, run["seed"], settings.init)
     t0 = time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):  # one BLAS thread, as the runner
         res = lysep_solve(problem, data.training, params0, settings, run["iterations"])

@@ -18,7 +18,7 @@ import numpy as np
 
 from lysep_cli.numerics.network import Params, flatten, pinn_loss_and_grad, unflatten
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.base import Init, Progress, SolveResult, TrainingData, copy_params, diverged, init_setting
 from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import ExponentialDecay
 
@@ -32,6 +32,7 @@ class Settings(SolverSettings):
     beta1: float = setting(0.9, low=0.0, high=1.0, high_open=True, doc="first-moment decay")
     beta2: float = setting(0.999, low=0.0, high=1.0, high_open=True, doc="second-moment decay")
     eps: float = setting(1.0e-8, low=0.0, low_open=True, doc="added to sqrt(v_hat)")
+    init: Init = init_setting()
 
     def schedule(self, iterations: int) -> ExponentialDecay:
         return ExponentialDecay(self.lr, self.lr_final, iterations)

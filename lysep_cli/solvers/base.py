@@ -10,7 +10,8 @@ default claims nothing).  What sizes it accepts and how long its history is are 
 (``Settings.size_error(L, M)``, ``Settings.history_length(iterations)``).
 
 ``data`` holds the training set in the paper's layout (:class:`~lysep_cli.numerics.dataset.TrainingData`);
-``params0`` the seeded initial network (shared by every solver for a seed, never modified);
+``params0`` the seeded initial network (shared by every solver for a seed and ``init``, never modified;
+:func:`initial_network` draws it);
 ``settings`` its ``Settings`` (a mapping is accepted and validated with ``Settings.coerce``);
 ``progress(k, loss)`` is called after iteration k = 0, 1, ... (it may raise KeyboardInterrupt);
 ``checkpoint`` (only for a solver whose capabilities say so) resumes the run from a saved state and saves
@@ -22,12 +23,13 @@ it as it comes due (:class:`Checkpoint`); the result is the uninterrupted run's,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
+from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.settings import SolverSettings
+from lysep_cli.solvers.settings import SolverSettings, setting
 
 Progress = Callable[[int, float], None]
 STATUSES = ("ok", "diverged")
@@ -125,9 +127,28 @@ class SolverDef:
     capabilities: Capabilities = Capabilities()
 
 
+#: the values of the ``init`` setting (network.INITS): the initial network of a solver that trains or reuses it
+Init = Literal["paper", "torch"]
+INIT_DOC = ("initial network: paper (U(+-M^-1/2) in every layer, the default) | torch (PyTorch nn.Linear's "
+            "default, U(+-fan_in^-1/2): fan_in = d (+1 with time) in the first layer, M after)")
+
+
+def init_setting() -> Any:
+    """The ``init`` field of a network solver's settings (pinn, lysep, rfls, pinn-adam, pinn-lbfgs, pinn-lm):
+    ``paper`` by default and then left out of the record's settings (``omit_default``), so the records made
+    before the setting existed match a spec that keeps it, and a run with ``torch`` is a different run."""
+    return setting("paper", omit_default=True, doc=INIT_DOC)
+
+
+def initial_network(settings: SolverSettings, n_in: int, L: int, M: int, seed: int) -> Params:
+    """The seeded initial network of a run: :func:`network.init_params` with the settings' ``init`` ("paper"
+    for a solver without one: rfm rescales that draw, poly ignores it)."""
+    return network.init_params(n_in, L, M, seed, getattr(settings, "init", "paper"))
+
+
 def copy_params(params: Params) -> Params:
     return [(W.copy(), b.copy()) for W, b in params]
 
 
-__all__ = ["Capabilities", "Checkpoint", "Progress", "SolveResult", "Solver", "SolverDef", "TrainingData",
-           "copy_params", "diverged"]
+__all__ = ["Capabilities", "Checkpoint", "INIT_DOC", "Init", "Progress", "SolveResult", "Solver", "SolverDef",
+           "TrainingData", "copy_params", "diverged", "init_setting", "initial_network"]

@@ -18,7 +18,7 @@ import scipy.optimize
 
 from lysep_cli.numerics.network import Params, flatten, pinn_loss_and_grad, unflatten
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.base import Init, Progress, SolveResult, TrainingData, copy_params, diverged, init_setting
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 
@@ -32,6 +32,7 @@ class Settings(SolverSettings):
     maxls: int = setting(20, low=1, doc="line-search steps per iteration")
     maxfun_per_iteration: int = setting(4, low=1, doc="maxfun = this times iterations")
     max_restarts: int = setting(10, low=0, doc="restarts with an empty memory after an early stop")
+    init: Init = init_setting()
 
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],

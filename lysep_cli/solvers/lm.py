@@ -36,7 +36,7 @@ from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.jacobian import residual_jacobian
 from lysep_cli.numerics.network import Params, flatten, pinn_pass, unflatten
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.base import Init, Progress, SolveResult, TrainingData, copy_params, diverged, init_setting
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 
@@ -47,6 +47,7 @@ class Settings(SolverSettings):
     max_iterations: int = setting(200, low=1, doc="cap on the iterations (each forms the Jacobian)")
     tau: float = setting(1.0e-3, low=0.0, low_open=True, doc="mu_0 = tau max_i (Jac^T Jac)_ii")
     max_tries: int = setting(30, low=1, doc="damping increases per iteration before the run stalls")
+    init: Init = init_setting()
 
     def history_length(self, iterations: int) -> int:
         return min(iterations, self.max_iterations) + 1

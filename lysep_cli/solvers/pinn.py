@@ -9,7 +9,8 @@ import numpy as np
 
 from lysep_cli.numerics.network import Params, pinn_loss_and_grad
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Capabilities, Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.base import (Capabilities, Init, Progress, SolveResult, TrainingData, copy_params, diverged,
+                                    init_setting)
 from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import ExponentialDecay
 
@@ -23,6 +24,7 @@ class Settings(SolverSettings):
 
     lr: float = setting(low=0.0, low_open=True, doc="first step")
     lr_final: float | None = setting(None, low=0.0, low_open=True, doc="last step (null: lr, a constant step)")
+    init: Init = init_setting()
 
     def schedule(self, iterations: int) -> ExponentialDecay:
         return ExponentialDecay(self.lr, self.lr if self.lr_final is None else self.lr_final, iterations)

@@ -1,7 +1,8 @@
 """Random-feature least squares (ablation): hidden layers frozen, output layer by one linear solve.
 
 The hidden layers W_1, b_1, ..., W_{L-1}, b_{L-1} stay at their seeded initial values (the same
-initial network PINN and LySep start from).  The PINN residual is linear in the output layer, so
+initial network PINN and LySep start from: the paper's U(-M^-1/2, M^-1/2), or with ``init: torch``
+nn.Linear's U(-fan_in^-1/2, fan_in^-1/2)).  The PINN residual is linear in the output layer, so
 
     (W_L, b_L) = argmin ||A [W_L^T; b_L] - Y||^2,    A = (N, M + 1)   (jacobian.output_layer_system)
 
@@ -30,7 +31,8 @@ from lysep_cli.numerics.jacobian import output_layer_system
 from lysep_cli.numerics.lstsq import basic_lstsq_tol
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Capabilities, Progress, SolveResult, TrainingData, copy_params, diverged
+from lysep_cli.solvers.base import (Capabilities, Init, Progress, SolveResult, TrainingData, copy_params, diverged,
+                                    init_setting)
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 #: one least-squares solve: nothing to amplify round-off (measured: docs/reproducibility.md)
@@ -48,6 +50,7 @@ class Settings(SolverSettings):
 
     rcond: float | Literal["auto"] = setting("auto", low=0.0, doc='relative singular-value cutoff, or "auto"')
     lstsq: Literal["min-norm", "basic"] = setting("min-norm", omit_default=True, doc=LSTSQ_DOC)
+    init: Init = init_setting()
 
     def history_length(self, iterations: int) -> int:
         return 2  # [initial J, J after the one solve], whatever ``iterations``

@@ -22,7 +22,8 @@ import numpy as np
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.network import Params, pinn_loss
 from lysep_cli.numerics.problems import Problem
-from lysep_cli.solvers.base import Capabilities, Checkpoint, Progress, SolveResult, TrainingData
+from lysep_cli.solvers.base import (Capabilities, Checkpoint, Init, Progress, SolveResult, TrainingData,
+                                    init_setting)
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, WeightMode, compute_terms, gradient,
                                           gradient_blocks, layer_map, lysep_loss, update_terms, weights)
 from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
@@ -69,6 +70,7 @@ class Settings(SolverSettings):
     lstsq: Literal["min-norm", "basic"] = setting(
         "min-norm", omit_default=True,
         doc="W_3 system: min-norm (gelsy, rcond) | basic (Matlab's backslash, as the paper; rcond unused)")
+    init: Init = init_setting()
 
     def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS) -> dict[str, StepRule]:
         """A fresh step rule per gradient block (the rules keep their own step sizes)."""
