@@ -528,6 +528,32 @@ def study_kappa(
         typer.echo(str(written))
 
 
+@study_app.command("pinn-step", cls=opt.Command)
+@_guarded("the scan runs finished so far are in OUT/study-pinn-step/scan.csv")
+def study_pinn_step(
+    out: Path = typer.Option(Path("results/harder"), "--out", parser=path_value,
+                             help="reads and rewrites OUT/experiments.yaml; writes OUT/study-pinn-step/"),
+) -> None:
+    """PINN's lr per experiment of OUT/experiments.yaml and per init (paper, torch), from training loss alone:
+    a short scan of the decaying schedule; the lowest final J among the lr that did not diverge (docs/harder.md).
+    Writes the scan, the choice and the experiments file with each experiment's -torch twin.  Resumes."""
+    from lysep_cli.reports.pinn_step import NoStableStep, base_experiments, read_scan, scan, write_scan, write_study
+
+    path = out / "experiments.yaml"
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file (write it first: lysep study kappa --out {out})")
+    loaded = opt.load(path)
+    chosen = specs.select_experiments(loaded, [n for n in base_experiments(loaded) if "pinn" in loaded[n].solvers])
+    opt.writable_dir(out, "--out")
+    df = scan(chosen, read_scan(out), _say, on_row=lambda table: write_scan(table, out))
+    try:
+        written = write_study(df, chosen, out, f"lysep study pinn-step --out {out}")
+    except NoStableStep as e:
+        raise BadInput(str(e)) from None
+    for p in written:
+        typer.echo(str(p))
+
+
 @study_app.command("budget", cls=opt.Command)
 @_guarded("nothing written")
 def study_budget(
