@@ -561,17 +561,26 @@ def study_budget(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x30,3x50 instead of the spec's (iterative solvers)"),
     inits: int = typer.Option(2, "--inits", parser=whole_number, help="initialisations per seeded run"),
     budget: float = typer.Option(8.0, "--budget", parser=decimal_number, help="CPU hours"),
+    fixed_taus: int = typer.Option(0, "--fixed-taus", parser=whole_number,
+                                   help="add lysep study step-size with this many fixed tau at the smallest size "
+                                   "(experiments at the paper's init)"),
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
 ) -> None:
     """What running EXPERIMENTS will cost, from the per-iteration rates of the records in --results (the
     archive): runs and CPU hours per solver (a Markdown table; runs nothing)."""
-    from lysep_cli.reports.budget import archive_rates, estimate, markdown
+    from lysep_cli.reports.budget import archive_rates, estimate, fixed_tau_estimate, markdown, names_inits
 
     opt.positive(inits, "--inits")
     chosen = specs.select_experiments(opt.load(config), experiments)
+    twins = [s.name for s in chosen if names_inits(s)]
+    if inits > 1 and twins:
+        raise BadInput(f"--inits {inits}: {twins[0]} sets its network solvers' init: the file lists each "
+                       "initialisation as experiments of its own, so count every run once (--inits 1)")
     rates = archive_rates(records.load_records(results).records)
     rows = [r for s in chosen for r in estimate(s, rates, specs.parse_sizes(sizes, s) if sizes else None, inits)]
+    rows += [fixed_tau_estimate(s, rates, fixed_taus) for s in chosen
+             if fixed_taus and "lysep" in s.solvers and not names_inits(s)]
     typer.echo(markdown(rows, budget), nl=False)
 
 
