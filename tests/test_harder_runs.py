@@ -95,7 +95,8 @@ def test_scan_does_not_depend_on_the_test_set(monkeypatch):
     assert set(a.role) == {"smallest", "largest"} and set(a[a.role == "smallest"].M) == {4}
 
 
-def load_specs_text(text: str, tmp: Path | None = None) -> dict:
+def load_specs_text(text: str) -> dict:
+    """The experiments of an experiments file's text."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as d:
