@@ -6,6 +6,7 @@
 # current branch).  Then LySep as written (one fixed tau) at the smallest size, paper init, and the checks.
 # `lysep run` and `lysep study step-size` skip what is already done, so rerunning the script resumes it.
 # LYSEP (default: lysep on PATH), JOBS (2), COMMIT (1: commit after each experiment; 0: do not).
+# Dry run (prints the commands): LYSEP=echo COMMIT=0 suites/run-harder.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LYSEP=${LYSEP:-lysep}

@@ -217,3 +217,20 @@ def test_budget_counts_each_run_once_with_twins_and_adds_the_fixed_tau_study():
     assert not any("-torch" in line for line in rows)
     total = float(r.output.split("runs, ")[1].split(" CPU hours")[0])
     assert 0 < total <= 8
+
+
+def test_run_script_runs_every_experiment_then_the_fixed_tau_study():
+    """suites/run-harder.sh as a dry run (LYSEP=echo): each experiment and its twin, then the step-size study of
+    each paper-init experiment at the smallest size, then the checks."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "LYSEP": "echo", "COMMIT": "0"}
+    out = subprocess.run(["bash", str(ROOT / "suites" / "run-harder.sh")], env=env, capture_output=True, text=True,
+                         check=True, timeout=60).stdout.splitlines()
+    runs = [line.split()[1] for line in out if line.startswith("run ")]
+    assert runs == list(load_specs(CHOSEN))
+    studies = [line for line in out if line.startswith("study step-size ")]
+    assert [s.split()[2] for s in studies] == [n for n in runs if not n.endswith(TWIN_SUFFIX)]
+    assert all("--sizes smallest --seeds 0-4 --iterations 2000" in s for s in studies)
+    assert out[-2].startswith("status ") and out[-1].startswith("verify ") and "--all" not in out[-1]
