@@ -544,6 +544,32 @@ def study_kappa(
         typer.echo(str(written))
 
 
+@study_app.command("pinn-step", cls=opt.Command)
+@_guarded("the scan runs finished so far are in OUT/study-pinn-step/scan.csv")
+def study_pinn_step(
+    out: Path = typer.Option(Path("results/harder"), "--out", parser=path_value,
+                             help="reads and rewrites OUT/experiments.yaml; writes OUT/study-pinn-step/"),
+) -> None:
+    """PINN's lr per experiment of OUT/experiments.yaml and per init (paper, torch), from training loss alone:
+    a short scan of the decaying schedule; the lowest final J among the lr that did not diverge (docs/harder.md).
+    Writes the scan, the choice and the experiments file with each experiment's -torch twin.  Resumes."""
+    from lysep_cli.reports.pinn_step import NoStableStep, base_experiments, read_scan, scan, write_scan, write_study
+
+    path = out / "experiments.yaml"
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file (write it first: lysep study kappa --out {out})")
+    loaded = opt.load(path)
+    chosen = specs.select_experiments(loaded, [n for n in base_experiments(loaded) if "pinn" in loaded[n].solvers])
+    opt.writable_dir(out, "--out")
+    df = scan(chosen, read_scan(out), _say, on_row=lambda table: write_scan(table, out))
+    try:
+        written = write_study(df, chosen, out, f"lysep study pinn-step --out {out}")
+    except NoStableStep as e:
+        raise BadInput(str(e)) from None
+    for p in written:
+        typer.echo(str(p))
+
+
 @study_app.command("budget", cls=opt.Command)
 @_guarded("nothing written")
 def study_budget(
@@ -551,17 +577,26 @@ def study_budget(
     sizes: Optional[str] = typer.Option(None, "--sizes", help="e.g. 3x30,3x50 instead of the spec's (iterative solvers)"),
     inits: int = typer.Option(2, "--inits", parser=whole_number, help="initialisations per seeded run"),
     budget: float = typer.Option(8.0, "--budget", parser=decimal_number, help="CPU hours"),
+    fixed_taus: int = typer.Option(0, "--fixed-taus", parser=whole_number,
+                                   help="add lysep study step-size with this many fixed tau at the smallest size "
+                                   "(experiments at the paper's init)"),
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
 ) -> None:
     """What running EXPERIMENTS will cost, from the per-iteration rates of the records in --results (the
     archive): runs and CPU hours per solver (a Markdown table; runs nothing)."""
-    from lysep_cli.reports.budget import archive_rates, estimate, markdown
+    from lysep_cli.reports.budget import archive_rates, estimate, fixed_tau_estimate, markdown, names_inits
 
     opt.positive(inits, "--inits")
     chosen = specs.select_experiments(opt.load(config), experiments)
+    twins = [s.name for s in chosen if names_inits(s)]
+    if inits > 1 and twins:
+        raise BadInput(f"--inits {inits}: {twins[0]} sets its network solvers' init: the file lists each "
+                       "initialisation as experiments of its own, so count every run once (--inits 1)")
     rates = archive_rates(records.load_records(results).records)
     rows = [r for s in chosen for r in estimate(s, rates, specs.parse_sizes(sizes, s) if sizes else None, inits)]
+    rows += [fixed_tau_estimate(s, rates, fixed_taus) for s in chosen
+             if fixed_taus and "lysep" in s.solvers and not names_inits(s)]
     typer.echo(markdown(rows, budget), nl=False)
 
 

@@ -136,6 +136,23 @@ def estimate(spec: ExperimentSpec, rates: Rates, sizes: list[tuple[int, int]] | 
     return rows
 
 
+def names_inits(spec: ExperimentSpec) -> bool:
+    """``spec`` sets a network solver's ``init`` to something other than the paper's: the experiments file
+    lists each initialisation as experiments of its own (``-torch`` twins), so every run counts once."""
+    return any(getattr(spec.solvers[s], "init", "paper") != "paper" for s in spec.solvers if s in INIT_DEPENDENT)
+
+
+def fixed_tau_estimate(spec: ExperimentSpec, rates: Rates, n_taus: int) -> dict:
+    """``lysep study step-size`` at the experiment's smallest LySep size over its seeds and iterations: one
+    run per fixed tau (``n_taus``) and one of the default rule per seed, each at LySep's rate (a fixed step
+    tries no trial steps, so this over-estimates it)."""
+    L, M = min(spec.sizes_for("lysep"), key=lambda s: (s[1], s[0]))
+    each = spec.iterations * per_iteration(rates, "lysep", n_inputs(spec.pde, spec.d), L, M, spec.n_train)
+    runs = (n_taus + 1) * len(spec.seeds)
+    return {"experiment": spec.name, "solver": "lysep, fixed tau (study step-size)", "runs": runs,
+            "seconds": each * runs, "per_size": {f"({L},{M})": each}}
+
+
 def markdown(rows: list[dict], budget_hours: float) -> str:
     """The estimate as a Markdown table: per experiment and solver, runs and CPU hours; the total."""
     from tabulate import tabulate

@@ -239,8 +239,12 @@ def chosen_yaml(problems: dict[str, Any], experiments: dict[str, Any], command: 
             "# rfm at its held-out (sigma, M), poly at its held-out degree (docs/harder.md).\n")
     if not experiments:
         return head + "# No family was given a kappa.\n"
-    doc = {"problems": problems, "experiments": experiments}
-    return head + yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=200)
+    return head + dump_yaml({"problems": problems, "experiments": experiments})
+
+
+def dump_yaml(doc: dict[str, Any]) -> str:
+    """An experiments file's body as this study writes it (flow style for short lists, no aliases)."""
+    return yaml.dump(doc, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=200)
 
 
 class _PlainDumper(yaml.SafeDumper):
