@@ -52,6 +52,7 @@ import scipy.linalg  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
+from lysep_cli.accel import compare  # noqa: E402
 from lysep_cli.accel import sigma  # noqa: E402
 from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
@@ -213,17 +214,22 @@ def check_exactness(be: backends.Backend, spec: ExperimentSpec, M: int, out: Rep
         ten = solve_stack(be, spec, solver, params0, it)
         alone = solve_stack(be, spec, solver, [params0[3]], it)[0]
         rev = solve_stack(be, spec, solver, params0[::-1], it)
-        order = same(alone, ten[3]) and same(alone, rev[6])
+        d_alone, d_rev = compare.results(alone, ten[3]), compare.results(rev[6], ten[3])
+        order = d_alone["differing"] == 0 and d_rev["differing"] == 0
         with threadpool_limits(limits=1):
             cpu = [solve_cpu(spec, solver, params0[s], it) for s in (0, 3)]
         rel = max(float(np.max(np.abs(np.subtract(ten[s].history["J"], c.history["J"])) / np.abs(c.history["J"])))
                   for s, c in zip((0, 3), cpu))
-        identical = all(same(ten[s], c) for s, c in zip((0, 3), cpu))
+        d_cpu = compare.many([ten[0], ten[3]], cpu)
+        identical = d_cpu["differing"] == 0
         out(f"- {spec.name} (3,{M}) {solver}, {it} iterations: seed 3 alone == in a stack of 10 == in the "
-            f"reversed stack, bit for bit: **{order}**; seeds 0 and 3 against the CPU engine: largest relative "
-            f"difference of J over the history **{rel:.2e}**, bit-identical: **{identical}**")
+            f"reversed stack, bit for bit: **{order}** (alone against the stack: {compare.line(d_alone)}; "
+            f"reversed: {compare.line(d_rev)}); seeds 0 and 3 against the CPU engine: largest relative "
+            f"difference of J over the history **{rel:.2e}**, bit-identical: **{identical}** ({compare.line(d_cpu)})")
         out.figures["exact"][solver] = {"seed_order_independent": order, "max_rel_J_vs_cpu": rel,
-                                        "bit_identical_to_cpu": identical}
+                                        "bit_identical_to_cpu": identical, "alone_vs_stack": d_alone,
+                                        "reversed_vs_stack": d_rev, "vs_cpu": d_cpu}
+        out.flush()
     out("")
 
 
@@ -251,8 +257,12 @@ def own_settings(be: backends.Backend, spec: ExperimentSpec, M: int, out: Report
             cpu = solve_cpu(own, "lysep", params0[3], sweeps)
         rel = float(np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.abs(cpu.history["J"])))
         rate = stack_rate(be, own, "lysep", 3, M, list(range(10)), sweeps)
-        out(f"| {name} | **{same(alone, ten[3])}** | {rel:.2e} | {rate:.3e} | {rate / base:.2f} |")
-        out.figures.setdefault("own_settings", {})[name] = {"seed_order_independent": same(alone, ten[3]),
+        d_alone = compare.results(alone, ten[3])
+        out(f"| {name} | **{d_alone['differing'] == 0}** ({compare.line(d_alone)}) | {rel:.2e} | {rate:.3e} | "
+            f"{rate / base:.2f} |")
+        out.flush()
+        out.figures.setdefault("own_settings", {})[name] = {"seed_order_independent": d_alone["differing"] == 0,
+                                                            "alone_vs_stack": d_alone,
                                                             "max_rel_J_vs_cpu": rel, "s_per_sweep": rate,
                                                             "over_paper_settings": rate / base}
     out("")
@@ -393,13 +403,14 @@ def trial_batches(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, i
                 res[batch] = solve_stack(be, spec, "lysep", params0, sweeps, trial_batch=batch)
                 wait()
                 best[batch] = min(best.get(batch, np.inf), (time.perf_counter() - t) / sweeps)
-        bits = all(same(a, b) for a, b in zip(res[1], res[k]))
+        diff = compare.many(res[1], res[k])
+        bits = diff["differing"] == 0
         rel = max(float(np.max(np.abs(np.subtract(a.history[h], b.history[h])) / np.abs(a.history[h])))
                   for a, b in zip(res[1], res[k]) for h in ("J", "J_S"))
         out(f"| {spec.name} ({L},{M}) | {best[1]:.3e} | {best[k]:.3e} | {best[k] / best[1]:.2f} | "
-            f"{res[1][0].diagnostics['trials']} | {'yes' if bits else 'NO'} | {rel:.1e} |")
+            f"{res[1][0].diagnostics['trials']} | {'yes' if bits else 'NO'}: {compare.line(diff)} | {rel:.1e} |")
         figures[f"{spec.name} ({L},{M})"] = {"k": k, "s_per_sweep_k1": best[1], "s_per_sweep_default": best[k],
-                                             "same_bits": bits, "max_rel_diff": rel}
+                                             "same_bits": bits, "max_rel_diff": rel, "difference": diff}
         out.flush()
     out("\nThe trial batch's choice: benchmarks/results/launch_count_trial_batch.md (counted launches, "
         "predicted); here, measured. Sweeps 1-" + str(sweeps) + " backtrack less than the archive's ~2 trials a "

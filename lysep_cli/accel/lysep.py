@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq, partials, trials
+from lysep_cli.accel import engine, lstsq, padding, partials, trials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.partials import _sumall
@@ -688,7 +688,8 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
                   settings: Settings | dict[str, Any], iterations: int,
                   progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 1,
                   checkpoint: Checkpoint | None = None, w_solve: str | None = None,
-                  w_workers: int | None = None, trial_batch: int | None = None) -> list[SolveResult]:
+                  w_workers: int | None = None, trial_batch: int | None = None,
+                  stack_to: int | None = None) -> list[SolveResult]:
     """algorithm.solve for every network of ``params0`` (one per seed), stacked: one SolveResult per seed,
     the CPU solver's bit for bit with ``w_solve`` "host" (timings are the stack's).  ``checkpoint``: the
     stack's, resumed from when it holds this stack's state and saved as it comes due; the results are the
@@ -697,9 +698,13 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed);
     ``trial_batch``: a block's first k backtracking trials evaluated at once (accel/trials.py; None: the
     device's default, 1 on NumPy, 2 on CuPy; every seed's result is the k = 1 run's), recorded as
-    ``diagnostics.trial_batch``."""
+    ``diagnostics.trial_batch``; ``stack_to``: the stack padded to a multiple of it (accel/padding.py; None:
+    the device's default, 1 on NumPy, 10 on CuPy), recorded as ``diagnostics.padded_stack`` when it padded."""
     s = Settings.coerce(settings)
     xp = be.xp
+    n_real = len(params0)
+    params0 = padding.padded(params0, padding.stack_size(xp, stack_to))
+    progress = padding.real_seeds(progress, n_real)
     ld = Data.of(be, data)
     host = ld.host
     pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
@@ -766,7 +771,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     params = it.params()
     sweeps = len(hist_J) - 1
     out = []
-    for i in range(S):
+    for i in range(n_real):  # the padding's copies dropped
         n = sweeps + 1 if lp["diverged_at"][i] < 0 else int(lp["diverged_at"][i]) + 1
         HJ, HJS = [float(h[i]) for h in hist_J[:n]], [float(h[i]) for h in hist_JS[:n]]
         result = _result(i, params[i], params0[i], HJ, HJS, int(lp["diverged_at"][i]), it, s, L, factor, C, problem,
@@ -774,6 +779,8 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
                          lp["cond_first"][i], meta["rank_first"][i], meta["rank_min"][i], seconds / max(1, sweeps))
         if meta["resumed_at"]:
             result.diagnostics.update(resumed_at_sweeps=meta["resumed_at"], seconds_before_resume=list(before))
+        if S > n_real:
+            result.diagnostics["padded_stack"] = S
         out.append(result)
     return out
 
