@@ -86,6 +86,12 @@ def _per_seed(x: Array, ndim: int) -> Array:
     return x.reshape((x.shape[0],) + (1,) * (ndim - 1))
 
 
+def _squares(xp: Any, x: Array) -> Array:
+    """sum_m x[..., m, n]^2, (..., M, N) -> (..., N), m in order (np.einsum("...mn,...mn->...n")'s bits on NumPy;
+    on CuPy two kernels, where its einsum copies both operands to a transposed layout and calls matmul)."""
+    return xp.sum(xp.multiply(x, x), axis=-2)
+
+
 class State:
     """The variables of the depth-L model for S seeds, by name, with the caches of loss.LySepState
     (sigma^(k)(a_l), the per-sample norms, B, the weights), dropped when a variable they depend on changes."""
@@ -107,10 +113,10 @@ class State:
         return self._cached(("sig", l), lambda: engine.sigma.values(self.xp, self.v[f"a{l}"]))
 
     def nd(self, l: int) -> Array:
-        return self._cached(("nd", l), lambda: self.xp.einsum("sjmn,sjmn->sjn", self.v[f"d{l}"], self.v[f"d{l}"]))
+        return self._cached(("nd", l), lambda: _squares(self.xp, self.v[f"d{l}"]))
 
     def nq(self, l: int) -> Array:
-        return self._cached(("nq", l), lambda: self.xp.einsum("sjmn,sjmn->sjn", self.v[f"q{l}"], self.v[f"q{l}"]))
+        return self._cached(("nq", l), lambda: _squares(self.xp, self.v[f"q{l}"]))
 
     def layer(self, l: int) -> Layer:
         return Layer(self.v[f"a{l}"], self.sig(l), self.v[f"d{l}"], self.v[f"q{l}"] if l >= 2 else None)
@@ -247,7 +253,7 @@ class Terms:
     def E(self, name: str) -> Array:
         if name not in self._E:
             e = self.e[name]
-            self._E[name] = self.xp.einsum("...mn,...mn->...n", e, e)
+            self._E[name] = _squares(self.xp, e)
         return self._E[name]
 
 
