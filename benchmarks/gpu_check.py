@@ -1082,7 +1082,9 @@ def main() -> None:
                   (1, 2) if smoke else (1, 4, 8), out, 5.0 if smoke else 20.0, extra)),
                 ("3d. The CPU engine here", 30.0, cpu_here, (specs, out, cpu_its, rates)),
             ]
-            failed = [not section(out, budget, title, limit, run, *run_args, needs=20.0 if title[:2] in ("4.", "8.") else 5.0)
+            # section 6 is arithmetic on what 3 and 4 measured: it runs even when the budget is spent
+            failed = [not section(out, None if title.startswith("6.") else budget, title, limit, run, *run_args,
+                                  needs=20.0 if title[:2] in ("4.", "8.") else 5.0)
                       for title, limit, run, run_args in plan]
     out.flush()
     if any(failed):
