@@ -23,9 +23,11 @@ count what would be a kernel on CuPy:
   a device array.
 
 Views (slices, transposes, broadcast_to, reshape of a contiguous array) and allocations (empty,
-empty_like: CuPy's memory pool) are free.  A counted call is one launch: where CuPy takes more than one
-kernel for it (an einsum's copies, a matmul of non-contiguous operands, a two-pass reduction) the count
-is a lower bound.  The proxy changes no number: a run through it is the run without it bit for bit
+empty_like: CuPy's memory pool) are free.  A counted call is one launch, except two that CuPy 14 is known to
+split (issue 46): an ``einsum``, counted as CuPy's plan for it (a copy of each operand it must transpose,
+then a matmul: :func:`einsum_launches`), and a stack's ``linalg.qr``, counted per matrix (a copy, geqrf, the
+triangle: :data:`QR_PER_MATRIX`).  Where CuPy takes more than one kernel otherwise (a matmul of
+non-contiguous operands, a two-pass reduction, cuSOLVER's geqrf itself) the count is a lower bound.  The proxy changes no number: a run through it is the run without it bit for bit
 (tests/test_launch_count.py).
 
 Per cell (the paper's 16: the experiments file's four experiments and their sizes; ``--seeds`` seeds
