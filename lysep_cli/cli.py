@@ -149,7 +149,7 @@ def run(
     same_numerics: bool = Flag(False, "--same-numerics", help="refuse when EXPERIMENT's records under --results "
                                "were made by other numerics (an archive kept to one numerics id)"),
     device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
-                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'), here or on dask "
+                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep\\[gpu]'), here or on dask "
                                "workers (--scheduler); docs/gpu.md"),
     dry_run: bool = Flag(False, "--dry-run", help="print the runs to do and their estimated CPU time from the "
                          "archive's rates; run, lock and write nothing"),
