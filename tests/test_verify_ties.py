@@ -172,8 +172,10 @@ def test_a_changed_data_file_is_named_once(archive, tmp_path):
     r = _verify(config, copy, "--weights", "--all")
     assert r.exit_code == 1
     lines = [l for l in r.output.splitlines() if l.startswith("MISMATCH")]
-    assert lines == ["MISMATCH  elliptic-2d data.npz: another data set than the spec's (the records' data_sha256 is "
-                     "the spec's); its runs are re-evaluated on the spec's own points"], r.output
+    assert lines == [f"MISMATCH  {copy}/elliptic-2d/data.npz: another data set than the spec's (the records' "
+                     "data_sha256 is the spec's); its runs are re-evaluated on the spec's own points"], r.output
+    r = _verify(config, results, "--against", str(copy))
+    assert r.exit_code == 1 and f"MISMATCH  {copy}/elliptic-2d/data.npz: another data set" in r.output, r.output
 
 
 def _break_seal(copy, solver="lysep", seed=4, factor=10.0):

@@ -159,12 +159,15 @@ def copies(pool: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, str]]:
     seen: dict[tuple, dict[Any, RunRecord]] = defaultdict(dict)
     for r in sorted(pool, key=lambda r: r.cell):
         cell = r.cell[:4]
-        for what, key in (("weights", ("w", r.weights_sha256)), ("history J", ("h", tuple(r.history["J"])))):
+        keys = [("weights", ("w", r.weights_sha256))]
+        if any(x is not None for x in r.history["J"]):  # runs diverged at their start share an empty history
+            keys.append(("history J", ("h", tuple(r.history["J"]))))
+        for what, key in keys:
             first = seen[cell].get(key)
             if first is not None:
                 out.append((r, first, what))
                 break
-        for key in (("w", r.weights_sha256), ("h", tuple(r.history["J"]))):
+        for _, key in keys:
             seen[cell].setdefault(key, r)
     return out
 

@@ -446,8 +446,8 @@ def data_file_problem(spec: ExperimentSpec, results: Path) -> str | None:
     if state == "ok":
         return None
     what = {"missing": "missing", "corrupt": "unreadable"}.get(state, "another data set than the spec's")
-    return (f"{'MISMATCH':<9} {spec.name} data.npz: {what} (the records' data_sha256 is the spec's); its runs "
-            f"are re-evaluated on the spec's own points")
+    return (f"{'MISMATCH':<9} {results}/{spec.name}/data.npz: {what} (the records' data_sha256 is the spec's); "
+            f"its runs are re-evaluated on the spec's own points")
 
 
 def spec_points(spec: ExperimentSpec) -> tuple[np.ndarray, np.ndarray]:
@@ -655,9 +655,13 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
     that differ and are not accepted, accepted cells that do not differ (a stale acceptance), and, unless
     ``allow_partial``, every incomplete part (a PARTIAL cell, a cell on one side only, an unreadable
     record); 1 when no cell is in both."""
-    untied = [] if req.specs is None else ties.tie_failures(req.specs, reference, results)
-    if req.specs is not None and not req.path.is_file():  # records on the other side: tied as well
-        untied += ties.tie_failures(req.specs, req.other, req.path)
+    untied: list[str] = []
+    if req.specs is not None:  # both sides' records tied to their runs, and their data files the spec's
+        sides = [(results, reference)] + ([] if req.path.is_file() else [(req.path, req.other)])
+        for root, runs in sides:
+            names = sorted({r.experiment for r in runs} & set(req.specs))
+            untied += [line for line in (data_file_problem(req.specs[n], root) for n in names) if line]
+            untied += ties.tie_failures(req.specs, runs, root)
     for line in untied:
         echo(line)
     compared, only_here, only_there = compare_archives(reference, req.other, req.common_seeds)
@@ -694,7 +698,7 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
     if stale:
         parts.append(f"{len(stale)} --accept cell(s) do not differ")
     if untied:
-        parts.append(f"{len(untied)} record(s) not tied to their seed, size, length or cell")
+        parts.append(f"{len(untied)} record(s) or data file(s) not tied to their run or spec")
     if incomplete:
         parts.append("incomplete parts " + ("allowed by --allow-partial" if req.allow_partial else
                                             "fail (--allow-partial lets them pass)"))
