@@ -8,10 +8,18 @@ on its own ``results/paper`` (the archive as that version keeps it: the same num
 edit the archive's finals file (``verify --save-finals``) and compare the archive against it; record
 plants edit a copy of the records of one experiment.  Nothing is rerun: about a minute in all.
 
-Backs: docs/reproducibility.md: planted changes against lysep verify, before and after issue 38.
-Regenerate: not run by make studies: its inputs are a checkout of commit 7eba76a (BEFORE: `git worktree
-    add BEFORE 7eba76a`) -> studies/results/verify_plants.md (studies/run.py holds the commands).
-Cost: about a CPU-minute.
+    python studies/verify_plants.py --issue47 before=/tmp/before47 after=.  >> studies/results/verify_plants.md
+
+``--issue47``: the plants of issue 47 (records copied, swapped, cut, moved, edited and resealed; a changed
+data.npz; a broken seal under table and compare; a 3-seed cell x2), made once by this checkout's record
+writer in a copy of elliptic-2d and checked by each version given (about 3 CPU-minutes for two versions).
+
+Backs: docs/reproducibility.md, docs/archive.md: planted changes against lysep verify, before and after issues
+    38 and 47.
+Regenerate: not run by make studies: its inputs are checkouts of commits 7eba76a (BEFORE: `git worktree
+    add BEFORE 7eba76a`) and 71c4bb1 (BEFORE47) -> studies/results/verify_plants.md (studies/run.py holds
+    the commands).
+Cost: a few CPU-minutes.
 """
 
 from __future__ import annotations
