@@ -178,12 +178,12 @@ def label(record: RunRecord) -> str:
 
 def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path) -> list[str]:
     """One MISMATCH line per record of ``pool`` (under ``results``) not tied to its seed, size or length,
-    and per copy of another seed of its cell (:mod:`module docstring <lysep_cli.reports.ties>`)."""
+    or a copy of another seed of its cell (:mod:`module docstring <lysep_cli.reports.ties>`)."""
     ties = Ties(specs)
     cells: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in pool:
         cells[r.cell[:4]].append(r)
-    lines = []
+    lines, named = [], set()
     for r in sorted(pool, key=lambda r: r.cell):
         if r.experiment not in specs:
             continue
@@ -193,6 +193,8 @@ def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
             why = ties.seed_problem(r, cells[r.cell[:4]])
         if why is not None:
             lines.append(f"{'MISMATCH':<9} {label(r)}: {why}")
-    for r, first, what in copies(pool):
-        lines.append(f"{'MISMATCH':<9} {label(r)}: the same {what} as seed {first.seed} of its cell (a copy)")
+            named.add(r.cell)
+    for r, first, what in copies(pool):  # one line a run: a copy named above already is not named again
+        if r.cell not in named:
+            lines.append(f"{'MISMATCH':<9} {label(r)}: the same {what} as seed {first.seed} of its cell (a copy)")
     return lines
