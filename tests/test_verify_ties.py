@@ -257,3 +257,26 @@ def test_every_J_x2_on_a_small_paired_cell_differs(archive, n):
     assert "seed by seed" in c.line()
     same = cellstats.compare_cell(cellstats.cell_of(runs[0]), runs, runs)
     assert same.verdict == "agrees"  # bit-identical: no test needed
+
+
+def test_reruns_start_with_the_ties(archive, tmp_path):
+    """`lysep verify` (reruns, CI's form) ties every record before rerunning: a swap fails there too."""
+    config, results = archive
+    copy = _copy(results, tmp_path)
+    _replant(results, "pinn", 3, copy, seed=7)
+    _replant(results, "pinn", 7, copy, seed=3)
+    r = _verify(config, copy, "--sample", "1", "--cheapest")
+    assert r.exit_code == 1, r.output
+    assert "ties: 2 record(s) not tied to their seed, size, length or cell" in r.output
+    r = _verify(config, results, "--sample", "1", "--cheapest")
+    assert r.exit_code == 0 and "ties: every record's first J" in r.output, r.output
+
+
+def test_save_finals_leaves_out_a_broken_seal(archive, tmp_path):
+    config, results = archive
+    copy = _copy(results, tmp_path)
+    path = _break_seal(copy)
+    finals = tmp_path / "finals.csv"
+    r = _verify(config, copy, "--save-finals", str(finals))
+    assert r.exit_code == 1 and f"{path}: invalid run record, not counted ({records.SEAL_BROKEN})" in r.output
+    assert len(finals.read_text().splitlines()) == 1 + 39  # the header and the 39 others
