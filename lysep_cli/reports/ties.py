@@ -28,7 +28,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -36,8 +36,7 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData, experiment_data
 from lysep_cli.numerics.network import Params
-from lysep_cli.solvers import solver_def
-from lysep_cli.solvers import rfm
+from lysep_cli.solvers import rfm, solver_def
 from lysep_cli.solvers.lysep.algorithm import LySepIteration
 from lysep_cli.solvers.lysep.algorithm import Settings as LySepSettings
 from lysep_cli.solvers.lysep.loss import LySepData
@@ -46,8 +45,8 @@ from lysep_cli.store import records
 from lysep_cli.store.schema import RunRecord
 
 #: relative bound on a first recorded value against its recomputation: 0 on the archive for every solver
-#: but rfls (4e-16: its J[0] is summed through the least-squares matrix); one seed's J[0] differs from
-#: another's of the same cell by 1e-4 at least (studies/results/verify_plants.md)
+#: but rfls (4e-16: its J[0] is summed through the least-squares matrix); two seeds' J[0] of one cell differ
+#: by 1.8e-4 at least (the closest pair of the archive's 956 records: elliptic-2d LySep (3,30) seeds 2 and 3)
 SEED_TOLERANCE = 1e-9
 
 
@@ -75,14 +74,15 @@ class Ties:
     specs: dict[str, ExperimentSpec]
     _lysep: dict[str, LySepData] = field(default_factory=dict)
 
-    def _training(self, experiment: str) -> tuple[TrainingData, int]:
+    def training(self, experiment: str) -> tuple[TrainingData, int]:
+        """The spec's training data (what the runner trains on) and the network's number of inputs."""
         data = experiment_data(self.specs[experiment])
         return data.training, data.problem.n_in
 
     def first_values(self, record: RunRecord, seed: int | None = None) -> dict[str, float]:
         """{"J": J[0], "J_S": J_S[0] (LySep)} of the run of ``record``'s solver, size and settings started
         from ``seed`` (default the record's): what its history must begin with."""
-        train, n_in = self._training(record.experiment)
+        train, n_in = self.training(record.experiment)
         params0 = network.init_params(n_in, record.L, record.M, record.seed if seed is None else seed)
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
             if record.solver == "lysep":  # as lysep.algorithm.solve starts: its first state, then J
@@ -93,7 +93,7 @@ class Ties:
             start = start_network(record.solver, params0, record.settings)
             return {"J": network.pinn_loss(start, train.Z, train.coef, train.Y)}
 
-    def seed_problem(self, record: RunRecord, others: list[RunRecord] = ()) -> str | None:
+    def seed_problem(self, record: RunRecord, others: Sequence[RunRecord] = ()) -> str | None:
         """Why the record's first values are not its seed's (None when they are); ``others``: the other
         records of its cell, whose seeds are tried to name the one the values belong to."""
         if solver_def(record.solver).capabilities.seed_free:
@@ -111,7 +111,7 @@ class Ties:
                 return text
         return None
 
-    def _owner(self, record: RunRecord, name: str, first: float | None, others: list[RunRecord]) -> int | None:
+    def _owner(self, record: RunRecord, name: str, first: float | None, others: Sequence[RunRecord]) -> int | None:
         """The seed among the cell's other records whose first value ``name`` is ``first``."""
         for seed in sorted({r.seed for r in others if r.seed != record.seed}):
             if _rel(self.first_values(record, seed)[name], first) <= SEED_TOLERANCE:
@@ -188,7 +188,7 @@ def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
         if r.experiment not in specs:
             continue
         _, npz = records.record_paths(results, *r.cell)
-        why = length_problem(r) or shape_problem(r, records.load_params(npz), ties._training(r.experiment)[1])
+        why = length_problem(r) or shape_problem(r, records.load_params(npz), ties.training(r.experiment)[1])
         if why is None:
             why = ties.seed_problem(r, cells[r.cell[:4]])
         if why is not None:
