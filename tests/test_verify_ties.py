@@ -145,8 +145,8 @@ def test_a_cut_history_fails(archive, tmp_path):
     rec = records.read_record(_json(results, "lysep", 2))
     cut = {k: None if v is None else v[:3] for k, v in rec.history.items()}
     _replant(results, "lysep", 2, copy, history=cut)  # iterations_done left at 5
-    _replant(results, "pinn", 2, copy, history={**cut, "J": records.read_record(_json(results, "pinn", 2)).history["J"][:3],
-                                                 "J_S": None}, iterations_done=2)
+    pinn_J = records.read_record(_json(results, "pinn", 2)).history["J"]
+    _replant(results, "pinn", 2, copy, history={**cut, "J": pinn_J[:3], "J_S": None}, iterations_done=2)
     r = _verify(config, copy, "--weights", "--all")
     assert r.exit_code == 1
     assert "lysep L3-M6 seed 2: history of 3 entries, not the 6 of a run of 5 iterations: cut or padded" in r.output
