@@ -50,6 +50,16 @@ from lysep_cli.store.schema import RunRecord
 SEED_TOLERANCE = 1e-9
 
 
+def seeded_network(record: RunRecord, n_in: int, seed: int) -> Params:
+    """The seeded initial network of a run of ``record``'s solver, size and settings from ``seed``, as the
+    runner draws it: ``network.init_params``, with the settings' ``init`` where the solver has one and it
+    is not the paper's."""
+    init = getattr(solver_def(record.solver).Settings.coerce(record.settings), "init", "paper")
+    if init == "paper":
+        return network.init_params(n_in, record.L, record.M, seed)
+    return network.init_params(n_in, record.L, record.M, seed, init)  # type: ignore[call-arg]
+
+
 def start_network(solver: str, params0: Params, settings: dict[str, Any]) -> Params:
     """The network a solver's history J[0] is the PINN loss of: the seeded ``params0``, or rfm's rescaled
     features (:func:`lysep_cli.solvers.rfm.features`)."""
@@ -83,7 +93,7 @@ class Ties:
         """{"J": J[0], "J_S": J_S[0] (LySep)} of the run of ``record``'s solver, size and settings started
         from ``seed`` (default the record's): what its history must begin with."""
         train, n_in = self.training(record.experiment)
-        params0 = network.init_params(n_in, record.L, record.M, record.seed if seed is None else seed)
+        params0 = seeded_network(record, n_in, record.seed if seed is None else seed)
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
             if record.solver == "lysep":  # as lysep.algorithm.solve starts: its first state, then J
                 if record.experiment not in self._lysep:
