@@ -287,14 +287,15 @@ def verify(
     wanted = opt.solver_filter(solver, chosen)
     cell_set = None if cells is None else opt.cell_filter(cells, chosen)
     accepted = set() if accept is None else opt.accepted_cells(accept, chosen)
-    sel = load_selection(results, chosen, iterations, _warn)
+    # the weights pass names every broken seal itself; --against and --save-finals leave them out, warned
+    sel = load_selection(results, chosen, iterations, _warn, seals=against is not None or save_finals is not None)
     pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
         raise nothing_to_show(results, chosen, sel)
     if cell_set is not None:
         opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
-                                 seed, cheapest, level, cell_set, allow_partial)
+                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out))
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 
@@ -307,12 +308,16 @@ def verify(
     elif against is not None:
         other, unreadable = verifier.other_archive(against, chosen, iterations, wanted, _warn)
         side = verifier.Against(other, against, (sum(sel.invalid.values()), unreadable), common_seeds,
-                                frozenset(accepted), allow_partial)
+                                frozenset(accepted), allow_partial, req.specs)
         bad = verifier.against(pool, side, results, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
     else:
         bad = verifier.run_verify(req, typer.echo, _say)
+    if against is not None:  # a record made otherwise than the spec asks: named, never dropped silently
+        for line in verifier.left_out_lines(sel.left_out):
+            typer.echo(line)
+        bad += len(sel.left_out)
     damaged = 0 if against is not None else sum(sel.invalid.values())  # --against counts them itself
     if damaged:  # an altered weights/history file, a broken JSON: the archive is not what it was
         typer.echo(f"{damaged} archived record(s) do not read (damaged or altered since written; named in the "
