@@ -37,6 +37,7 @@ from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData, experiment_data
 from lysep_cli.numerics.network import Params
 from lysep_cli.solvers import rfm, solver_def
+from lysep_cli.solvers.base import initial_network
 from lysep_cli.solvers.lysep.algorithm import LySepIteration
 from lysep_cli.solvers.lysep.algorithm import Settings as LySepSettings
 from lysep_cli.solvers.lysep.loss import LySepData
@@ -52,12 +53,9 @@ SEED_TOLERANCE = 1e-9
 
 def seeded_network(record: RunRecord, n_in: int, seed: int) -> Params:
     """The seeded initial network of a run of ``record``'s solver, size and settings from ``seed``, as the
-    runner draws it: ``network.init_params``, with the settings' ``init`` where the solver has one and it
-    is not the paper's."""
-    init = getattr(solver_def(record.solver).Settings.coerce(record.settings), "init", "paper")
-    if init == "paper":
-        return network.init_params(n_in, record.L, record.M, seed)
-    return network.init_params(n_in, record.L, record.M, seed, init)  # type: ignore[call-arg]
+    runner draws it (:func:`lysep_cli.solvers.base.initial_network`, the settings' ``init``)."""
+    return initial_network(solver_def(record.solver).Settings.coerce(record.settings), n_in, record.L, record.M,
+                           seed)
 
 
 def start_network(solver: str, params0: Params, settings: dict[str, Any]) -> Params:
