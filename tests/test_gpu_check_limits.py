@@ -76,11 +76,13 @@ def test_the_archive_trials_digest_is_the_archives(gc):
         assert 13.0 < here[("elliptic-10d", 3, 150)] < 15.0
 
 
-def test_the_stand_in_sleeps_per_counted_event():
+def test_the_stand_in_sleeps_per_counted_event(monkeypatch):
     stand_in = _load("stand_in")
     from lysep_cli.accel import backend as backends
 
-    real = backends.resolve
+    # install() rebinds both module attributes: monkeypatch restores them for the tests that follow
+    monkeypatch.setattr(backends, "resolve", backends.resolve)
+    monkeypatch.setattr(backends, "gpu_count", backends.gpu_count)
     try:
         be = stand_in.install(20.0)  # 20 x 42.6 us = 0.85 ms an event
         assert backends.resolve("cuda") is be and be.fingerprint()["cuda"] == "none"
@@ -91,5 +93,4 @@ def test_the_stand_in_sleeps_per_counted_event():
         assert time.perf_counter() - t >= 20 * 20 * stand_in.CALIBRATED_S
         assert be.host(x).tolist() == [21.0] * 4
     finally:
-        backends.resolve = real
         sys.modules["launch_count"].DELAY_S = 0.0
