@@ -521,6 +521,29 @@ def study_poly_summary(
     typer.echo(hardness(shown, sel, studies), nl=False)
 
 
+@study_app.command("harder-summary", cls=opt.Command)
+@_guarded("nothing written")
+def study_harder_summary(
+    out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
+                                       help="also write OUT/PROBLEM.md per problem and OUT/answer.md"),
+    results: Path = typer.Option(Path("results/harder"), "--results", parser=path_value, help="the suite's records"),
+    config: Config = None,
+) -> None:
+    """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
+    rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
+    from lysep_cli.reports.harder_summary import answer, gather, summarise
+    from lysep_cli.reports.selection import load_selection
+
+    chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
+    sel = load_selection(results, chosen, None, _warn)
+    by_problem = gather(chosen, sel.of)
+    if out is not None:
+        opt.out_path(out, True)
+        for path in summarise(by_problem, out):
+            _say(str(path))
+    typer.echo(answer(by_problem), nl=False)
+
+
 @study_app.command("kappa", cls=opt.Command)
 @_guarded("nothing written")
 def study_kappa(
