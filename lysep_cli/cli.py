@@ -393,14 +393,15 @@ def plot(
     config: Config = None,
 ) -> None:
     """The paper's figures for each EXPERIMENT (PNG and PDF), with accuracy against cost."""
-    from lysep_cli.reports.plots import figure_dirs, plot_all
+    from lysep_cli.reports.plots import figure_dirs, plot_all, twins_of
     from lysep_cli.reports.selection import nothing_to_show
 
     chosen = opt.report_specs(config, experiments, results, out, iterations, out_is_dir=True)
     dirs = figure_dirs(results, [s.name for s in chosen], out)
     for d in dict.fromkeys(d for e, d in dirs.items() if e is not None or combined):
         opt.out_path(d, is_dir=True) if out is not None else opt.writable_dir(d, "--out")
-    sel, _ = _shown(results, chosen, iterations, named=True)
+    twins = twins_of(list(opt.load(config).values()), chosen)  # X-torch: series of their own in X's figure
+    sel, _ = _shown(results, chosen + twins, iterations, named=True)
     if any(not sel.of(s.name) for s in chosen):  # before any figure is written
         raise nothing_to_show(results, [s for s in chosen if not sel.of(s.name)], sel)
     for path in plot_all(sel, dirs, results, combined):
