@@ -213,19 +213,30 @@ def verdict_row(name: str, cs: list[Cell], init: str) -> list[str]:
             _cost_text(equal_cpu(cs, init, "poly")), _best_text(best_overall(cs, init))]
 
 
-def _verdict_key(cs: list[Cell], init: str) -> tuple:
+def _verdict_parts(cs: list[Cell], init: str) -> dict[str, object]:
     """What must agree between the inits for the torch init not to change the verdict."""
     a = lysep_vs_pinn(cs, init)
-    b = tuple(None if v is None else v.lysep_wins for v in (equal_cpu(cs, init, s) for s in ONE_SOLVE))
+    parts: dict[str, object] = {"(a) LySep beats PINN at most sizes": bool(a.sizes and 2 * a.l2_wins > a.sizes)}
+    for s in ONE_SOLVE:
+        v = equal_cpu(cs, init, s)
+        parts[f"(b) LySep beats {s}"] = None if v is None else v.lysep_wins
     best = best_overall(cs, init)
-    return (a.sizes and 2 * a.l2_wins > a.sizes, b, None if best is None else best.solver)
+    parts["(c) best solver"] = None if best is None else display_name(best.solver)
+    return parts
 
 
 def changes(cs: list[Cell]) -> str:
-    """Whether the torch init changes the verdict: (a) majority, (b) each baseline, (c) the best solver."""
+    """Whether the torch init changes the verdict: (a) a majority of sizes, (b) each baseline, (c) the best
+    solver; "yes (...)" names what changed, paper init → torch init."""
     if not any(c.init == "torch" for c in cs):
         return "torch twin not run yet"
-    return "no" if _verdict_key(cs, "paper") == _verdict_key(cs, "torch") else "yes"
+    p, t = _verdict_parts(cs, "paper"), _verdict_parts(cs, "torch")
+    moved = [f"{k}: {_word(p[k])} → {_word(t[k])}" for k in p if p[k] != t[k]]
+    return f"yes ({'; '.join(moved)})" if moved else "no"
+
+
+def _word(x: object) -> str:
+    return {True: "yes", False: "no", None: "—"}.get(x, str(x)) if isinstance(x, (bool, type(None))) else str(x)
 
 
 HEADER = ["problem", "init", "(a) LySep's mean beats PINN's at", "(b) beats rfm at equal CPU?",
