@@ -218,7 +218,9 @@ def _cap_diverged(ax, recs: list[RunRecord]) -> None:
         return
     cap = max(tops) * DIVERGED_HEADROOM
     if ax.get_ylim()[1] > cap:
-        ax.set_ylim(top=cap)
+        low = float(ax.dataLim.y0)  # the autoscaled bottom had a margin in proportion to the 1e290 top
+        bottom = low / (cap / low) ** 0.05 if 0 < low < cap else ax.get_ylim()[0]
+        ax.set_ylim(bottom=max(bottom, ax.get_ylim()[0]), top=cap)
 
 
 def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn:
