@@ -393,14 +393,15 @@ def plot(
     config: Config = None,
 ) -> None:
     """The paper's figures for each EXPERIMENT (PNG and PDF), with accuracy against cost."""
-    from lysep_cli.reports.plots import figure_dirs, plot_all
+    from lysep_cli.reports.plots import figure_dirs, plot_all, twins_of
     from lysep_cli.reports.selection import nothing_to_show
 
     chosen = opt.report_specs(config, experiments, results, out, iterations, out_is_dir=True)
     dirs = figure_dirs(results, [s.name for s in chosen], out)
     for d in dict.fromkeys(d for e, d in dirs.items() if e is not None or combined):
         opt.out_path(d, is_dir=True) if out is not None else opt.writable_dir(d, "--out")
-    sel, _ = _shown(results, chosen, iterations, named=True)
+    twins = twins_of(list(opt.load(config).values()), chosen)  # X-torch: series of their own in X's figure
+    sel, _ = _shown(results, chosen + twins, iterations, named=True)
     if any(not sel.of(s.name) for s in chosen):  # before any figure is written
         raise nothing_to_show(results, [s for s in chosen if not sel.of(s.name)], sel)
     for path in plot_all(sel, dirs, results, combined):
@@ -519,6 +520,29 @@ def study_poly_summary(
     sel, shown = _shown(results, chosen, None, named=True)
     studies = {s.name: read_runs(results / s.name / "study-poly-degree" / "runs.csv") for s in shown}
     typer.echo(hardness(shown, sel, studies), nl=False)
+
+
+@study_app.command("harder-summary", cls=opt.Command)
+@_guarded("nothing written")
+def study_harder_summary(
+    out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
+                                       help="also write OUT/PROBLEM.md per problem and OUT/answer.md"),
+    results: Path = typer.Option(Path("results/harder"), "--results", parser=path_value, help="the suite's records"),
+    config: Config = None,
+) -> None:
+    """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
+    rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
+    from lysep_cli.reports.harder_summary import answer, gather, summarise
+    from lysep_cli.reports.selection import load_selection
+
+    chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
+    sel = load_selection(results, chosen, None, _warn)
+    by_problem = gather(chosen, sel.of)
+    if out is not None:
+        opt.out_path(out, True)
+        for path in summarise(by_problem, out):
+            _say(str(path))
+    typer.echo(answer(by_problem), nl=False)
 
 
 @study_app.command("kappa", cls=opt.Command)
