@@ -528,11 +528,12 @@ def study_harder_summary(
     out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
                                        help="also write OUT/PROBLEM.md per problem and OUT/answer.md"),
     results: Path = typer.Option(Path("results/harder"), "--results", parser=path_value, help="the suite's records"),
+    brief_: bool = typer.Option(False, "--brief", help="print one line per problem, both inits in one cell (README)"),
     config: Config = None,
 ) -> None:
     """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
     rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
-    from lysep_cli.reports.harder_summary import answer, gather, summarise
+    from lysep_cli.reports.harder_summary import answer, brief, gather, summarise
     from lysep_cli.reports.selection import load_selection
 
     chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
@@ -542,7 +543,7 @@ def study_harder_summary(
         opt.out_path(out, True)
         for path in summarise(by_problem, out):
             _say(str(path))
-    typer.echo(answer(by_problem), nl=False)
+    typer.echo((brief if brief_ else answer)(by_problem), nl=False)
 
 
 @study_app.command("kappa", cls=opt.Command)

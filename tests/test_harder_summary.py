@@ -178,3 +178,36 @@ def test_accuracy_cost_figure_draws_the_twin_as_its_own_series(tmp_path):
                        SimpleNamespace(ok=True, history={"J": [1e3, 5e2, 1e2]})])
     assert ax.get_ylim()[1] == pytest.approx(1e6)
     plt.close(fig)
+
+
+def test_brief_is_one_line_a_problem_with_both_inits_in_one_cell():
+    rfm, poly = cell("rfm", 2, 500, 1e-9, 1e-8, 0.1), cell("poly", 2, 66, 1.0, 0.05, 0.02)
+    agree = [rfm, poly] + [cell(s, 3, 10, J, l2, cpu, init=i) for i in hs.INITS
+                           for s, J, l2, cpu in (("pinn", 5.0, 0.5, 1), ("lysep", 4.0, 0.4, 9))]
+    differ = [rfm, poly, cell("pinn", 3, 10, 5.0, 0.5, 1), cell("lysep", 3, 10, 6.0, 0.6, 9),
+              cell("pinn", 3, 10, 5.0, 0.5, 1, init="torch"), cell("lysep", 3, 10, 4.0, 0.4, 9, init="torch"),
+              cell("pinn-lbfgs", 3, 10, 1e-12, 1e-9, 2, init="torch")]
+    lines = hs.brief({"a-k1": agree, "b-k2": differ, "c-k3": []}).splitlines()
+    rows = [ln for ln in lines[2:] if ln.startswith("| ")]
+    assert len(rows) == 3 and all(r.count("|") == 7 for r in rows)
+    # agreeing inits: one word; LySep's cell is the paper init's; rfm is within LySep's 9 s and below it
+    assert rows[0] == ("| a-k1 | 4.00e-01 (3,10), 9 s | yes, 1 of 1 | no (1.00e-08, 0.1 s) | no (5.00e-02, 0.02 s) "
+                       "| rfm (2,500): 1.00e-08, 0.1 s |")
+    # differing inits: "paper / torch"; the best is taken over both inits' picks
+    assert "| no, 0 of 1 / yes, 1 of 1 |" in rows[1]
+    assert rows[1].endswith("| pinn-lbfgs (torch init) (3,10): 1.00e-09, 2 s |")
+    assert rows[2].startswith("| c-k3 | not run yet |")
+    assert lines[-1].startswith("Records of 2 of 3 problems;")
+
+
+def test_readme_block_regenerates_with_no_diff():
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import refresh
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"<!-- BEGIN lysep (study harder-summary --brief [^>]*--results results/harder) -->", text)
+    assert m
+    block = refresh.BLOCK.search(text, m.start())
+    assert block.group("body") == refresh.lysep_runner("results/paper")(m.group(1).split())

@@ -227,12 +227,20 @@ def poly_block(text: str) -> re.Match:
     return m
 
 
-def test_readme_how_hard_block_is_what_make_docs_writes():
-    m = poly_block(README)
+def test_how_hard_block_is_what_make_docs_writes_and_readme_quotes_it():
+    m = poly_block((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
     proc = subprocess.run([sys.executable, "-m", "lysep_cli.cli", *m.group(1).split(), "--results",
                            "results/paper"], cwd=ROOT, capture_output=True, text=True, timeout=300, check=True)
     assert proc.stdout.rstrip("\n") + "\n" == m.group(2)
     caption = m.group(2)
+    # README's sentence: the degree, coefficient count and CPU seconds at which poly reaches the paper's J
+    reach = re.findall(r"^\| (\S+)\s*\|[^|]*\| k = (\d+), P = (\d+), ([\d.]+) s", caption, re.M)
+    assert [r[0] for r in reach] == ["elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"]
+    said = readme(r"reaches the paper's best LySep J at k = ([\d, ]+) \(P = ([\d, ]+) coefficients; .*?\) "
+                  r"in ([\d.]+)–([\d.]+) CPU s")
+    assert said.group(1).split(", ") == [r[1] for r in reach] and said.group(2).split(", ") == [r[2] for r in reach]
+    secs = sorted(float(r[3]) for r in reach)
+    assert (float(said.group(3)), float(said.group(4))) == (secs[0], secs[-1])
     assert "elliptic-10d: k = 0, its J_hold 1.81× the least, against the tolerance 2 (the least at k = 2" in caption
     for name, top in (("elliptic-2d", 20), ("parabolic-5d", 5), ("hyperbolic-5d", 5)):
         assert re.search(rf"{name}: k = \d+[^;]*the cap P ≤ N/4 \(k ≤ {top}\) stops the study", caption), name

@@ -270,6 +270,46 @@ def answer(by_problem: dict[str, list[Cell]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _both(texts: list[str]) -> str:
+    """One cell for both inits: "no" when they agree, "no / yes" (paper / torch) when not."""
+    return texts[0] if len(set(texts)) == 1 else " / ".join(texts)
+
+
+def brief(by_problem: dict[str, list[Cell]]) -> str:
+    """The README block: one line per problem, both inits in one cell ("paper / torch" where they differ).
+    LySep's chosen size under the paper's init with its mean ℓ2 and CPU; (a) at how many sizes its mean ℓ2 beats PINN's;
+    (b) against rfm and poly at equal CPU, with the baseline's ℓ2; (c) the best of both inits' picks."""
+    rows = []
+    for name, cs in by_problem.items():
+        if not cs:
+            rows.append([name, NOT_RUN, "", "", "", ""])
+            continue
+        inits = [i for i in INITS if any(c.init == i and c.solver == "lysep" for c in cs)]
+        ly = chosen(cs, "lysep", "paper")
+        ly_text = f"{sci(ly.key_l2)} ({ly.L},{ly.M}), {ly.cpu:.2g} s" if ly else "—"
+        a = [lysep_vs_pinn(cs, i) for i in inits]
+        a_text = _both([f"{'yes' if 2 * v.l2_wins > v.sizes else 'no'}, {v.l2_wins} of {v.sizes}" if v.sizes
+                        else "—" for v in a])
+        cost = []
+        for s in ONE_SOLVE:
+            vs = [equal_cpu(cs, i, s) for i in inits]
+            words = _both(["—" if v is None or v.other is None else ("yes" if v.lysep_wins else "no") for v in vs])
+            other = next((v.other for v in vs if v is not None and v.other is not None), None)
+            cost.append(words + (f" ({sci(other.key_l2)}, {other.cpu:.2g} s)" if other is not None else ""))
+        bests = [b for b in (best_overall(cs, i) for i in inits) if b is not None]
+        best = min(bests, key=lambda c: (c.l2_median, c.cpu)) if bests else None
+        best_text = "—" if best is None else f"{best.name}: {sci(best.l2_median)}, {best.cpu:.2g} s"
+        rows.append([name, ly_text, a_text, *cost, best_text])
+    header = ["problem", "LySep (paper init): ℓ2, chosen (L,M), CPU s / run", "beats PINN (ℓ2, sizes)",
+              "beats rfm at equal CPU (rfm: ℓ2, s)", "beats poly at equal CPU (poly: ℓ2, s)",
+              "best solver: median ℓ2, CPU s / run"]
+    run = sum(1 for cs in by_problem.values() if cs)
+    note = (f"Records of {run} of {len(by_problem)} problems; 5 seeds a cell; both inits in one cell, "
+            "\"paper / torch\" where they differ; chosen sizes by training J, never the test error "
+            "(the rule and every cell: docs/harder.md).")
+    return "\n".join(_table(header, rows) + ["", note]) + "\n"
+
+
 def problem_table(name: str, cs: list[Cell]) -> str:
     """PROBLEM.md: every (solver, init, size) cell, the chosen sizes and the verdicts."""
     lines = [f"# {name}: every solver, init and size (lysep study harder-summary)", ""]
@@ -312,5 +352,5 @@ def gather(specs: list[ExperimentSpec], records_of) -> dict[str, list[Cell]]:
             for x, t in problems(specs)}
 
 
-__all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "problem_table",
+__all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "brief", "problem_table",
            "summarise", "gather", "problems", "changes", "series_name", "NOT_RUN"]
