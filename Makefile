@@ -19,8 +19,9 @@
 #                         RESULTS/<experiment>/study-step-size/ (resumes; about 7 CPU-hours; two chains)
 #   make poly-degree      poly's degree study (`lysep study poly-degree`, seconds) into
 #                         RESULTS/<experiment>/study-poly-degree/ (README's "how hard is each table")
-#   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md (blocks between
-#                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper)
+#   make docs             regenerate the generated parts of README.md, docs/results.md, docs/lysep-depth.md, docs/harder.md (blocks between
+#                         `<!-- BEGIN lysep ... -->` markers) from the archive RESULTS (default results/paper; a block naming
+#                         its own --results, docs/harder.md's, reads those)
 #   make regenerate       the archive remade with today's kernels into REGEN (default results/regen/, made with
 #                         the experiments file REGEN/experiments.yaml): the paper sweep, rfls, rfm, the extras
 #                         and the depth study (resumes; ~24.7 CPU-hours, what the archive's records took:

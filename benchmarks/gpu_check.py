@@ -1,26 +1,32 @@
-"""The GPU check of issue 40: the stacked engine on one GPU, measured and checked in one run (<= 8 minutes).
+"""The GPU check of issues 40 and 46: the stacked engine on one GPU, measured and checked in one run (<= 320 s).
 
     bash benchmarks/gpu_check.sh                    # on a machine with CuPy and an NVIDIA GPU
     python benchmarks/gpu_check.py --smoke --out DIR   # anywhere: tiny sizes, xp = numpy (cpu-stacked)
+    python benchmarks/gpu_check.py --stand-in 3 --out DIR  # no GPU: benchmarks/stand_in.py's device, 3x slower
     python benchmarks/gpu_check.py --cpu-ratio elliptic-2d:3x30:lysep --seeds 10 --iterations 10   # CPU only
 
-Sections (each written to OUT.md as it finishes, the figures also to OUT.json):
+Sections, run in the order of what matters most, each within its own time limit and what is left of
+``--budget`` (a section past its limit is stopped with a line saying so, what it wrote stays; one with no
+time left says so; each written to OUT.md as it goes, the figures also to OUT.json):
 
 1. the device: GPU model, CUDA, CuPy, NumPy.
-2. exactness on the device: sigma's CUDA kernel against the CPU's bits; a seed alone, in a stack of 10 and in
-   the reversed stack (bit for bit); a stacked seed against the CPU engine (largest relative difference of J
-   over the history).
-3. s/iteration (PINN) and s/sweep (LySep) for every paper (cell, solver) pair, 10 seeds stacked, beside one
-   CPU core on this machine (one seed, one BLAS thread) and the archive's records; rfls and rfm run on the
-   host (the CPU engine).  3b: a LySep sweep's time split for each W_L solve (accel/lstsq.py: the full
-   systems on the host, serial and threaded; QR-reduced on the device): the QR, the copy to the host and
-   the host solves timed apart, at elliptic-10d (3,150) and elliptic-2d (3,30).
-4. one whole cell end to end with ``lysep run --device``: elliptic-10d (3,150) LySep, 10 seeds x 2000
-   sweeps (fewer if the measured rate says they would not fit: said so), records into a scratch results
-   directory, then ``lysep verify --against results/paper``.
-5. the PyTorch peer: autograd PINN-GD, float64, the same 10 seeds stacked (a leading seed axis, as vmap
-   would), s/iteration per cell on the same device.
-6. the full sweep (every paper cell, 10 seeds, 2000 iterations) from the measured rates.
+2. exactness on the device (60 s): sigma's CUDA kernel against the CPU's bits; a seed alone, in a stack of
+   10 and in the reversed stack; a stacked seed against the CPU engine (largest relative difference of J;
+   every difference as max |delta|, ulps and the count of differing values, accel/compare.py).
+3a. (30 s) the whole cell's stack rate over 5 early sweeps and their trials per sweep.
+4. (150 s) one whole cell end to end with ``lysep run --device``: elliptic-10d (3,150) LySep, 10 seeds x 2000
+   sweeps, fewer if they would not fit (sized from 3a's rate scaled by the archive's trials per sweep over
+   3a's: said so), records into a scratch results directory, then ``lysep verify --against`` the archive.
+3. (60 s) s/iteration (PINN) and s/sweep (LySep) for every paper (cell, solver) pair, 10 seeds stacked,
+   beside the archive's CPU rate; rfls and rfm run on the host (the CPU engine).
+6. the full sweep (every paper cell, 10 seeds, 2000 iterations) from section 3's rates, LySep's also scaled
+   by the whole cell's measured full-run/early ratio and by the archive's trials per sweep.
+5. (40 s) the PyTorch peer: autograd PINN-GD, float64, the same 10 seeds stacked, s/iteration per cell.
+3c. (30 s) LySep's trial batch k = 1 against the device's default: s/sweep, and the bits' difference.
+3b. (30 s) a LySep sweep's time split for each W_L solve (accel/lstsq.py): QR, copy, host solves.
+7. (20 s) what a launch, a sync and an upload cost; the fused kernels against their unfused operations.
+2b. (30 s) LySep settings of our own on the device; 8. (60 s) k stacks side by side; 3d. (30 s) the CPU
+   engine here, one seed, beside section 3.
 
 ``--smoke`` does all of it on NumPy with a tiny experiments file (the test's: tests/test_stacked.py runs it).
 """
@@ -39,6 +45,7 @@ import argparse  # noqa: E402
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -52,6 +59,7 @@ import scipy.linalg  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
+from lysep_cli.accel import compare  # noqa: E402
 from lysep_cli.accel import sigma  # noqa: E402
 from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
@@ -101,22 +109,62 @@ class Report:
         self.out.with_suffix(".json").write_text(json.dumps(self.figures, indent=1, default=str) + "\n")
 
 
-def section(out: Report, run: Callable[..., Any], *args: Any) -> bool:
-    """Run one section; an error is written into the report (its traceback's end) and the next section
-    still runs, so one failure does not cost the GPU session the rest.  Returns whether it succeeded."""
+class SectionTimeout(BaseException):
+    """A section's time limit passed (raised by SIGALRM in the main thread; a BaseException, so that no
+    ``except Exception`` on the way swallows it)."""
+
+
+class Budget:
+    """The script's time: ``total`` seconds from its start; each section gets its own limit within what is left."""
+
+    def __init__(self, total: float):
+        self.total, self.end = total, time.perf_counter() + total
+
+    def left(self) -> float:
+        return self.end - time.perf_counter()
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise SectionTimeout
+
+
+def section(out: Report, budget: Budget | None, title: str, limit: float, run: Callable[..., Any], *args: Any,
+            needs: float = 5.0) -> bool:
+    """Run one section within ``limit`` seconds (and what is left of ``budget``): what it wrote as it went stays
+    in the report; past its limit it is stopped with a line saying so, an error is written into the report
+    (its traceback's end), a section with less than ``needs`` seconds left is not run (a line says so), and
+    the next section still runs, so one failure or slow section does not cost the GPU session the rest.
+    Returns False only for an error."""
+    allowed = limit if budget is None else min(limit, budget.left())
+    if allowed < needs:
+        out(f"## {title}: not run ({max(allowed, 0.0):.0f} s of the budget left, it needs ~{needs:.0f} s)\n")
+        out.figures.setdefault("not_run", []).append(title)
+        out.flush()
+        return True
+    t = time.perf_counter()
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, allowed)
     try:
         run(*args)
+        return True
+    except SectionTimeout:
+        out(f"\n**{title}: stopped at its time limit of {allowed:.0f} s** (what it wrote above stands; the rest "
+            "of it was not measured)\n")
+        out.figures.setdefault("stopped_at_limit", []).append(title)
         return True
     except Exception:
         out("**section failed:**\n```\n" + traceback.format_exc()[-3000:] + "```\n")
         return False
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        out.figures.setdefault("section_seconds", {})[title] = time.perf_counter() - t
         out.flush()
 
 
 def synced(be: backends.Backend) -> Callable[[], None]:
     """A function that waits for the device's queued work (nothing to wait for on NumPy)."""
-    return (lambda: be.xp.cuda.Device().synchronize()) if be.xp is not np else (lambda: None)
+    return (lambda: be.xp.cuda.Device().synchronize()) if hasattr(be.xp, "cuda") else (lambda: None)
 
 
 def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0: list, iterations: int,
@@ -138,17 +186,26 @@ def solve_cpu(spec: ExperimentSpec, solver: str, params0: list, iterations: int)
     return module.solve(problem, train, params0, spec.solvers[solver], iterations)
 
 
-def stack_rate(be: backends.Backend, spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int],
-               iterations: int, w_solve: str | None = None, w_workers: int | None = None) -> float:
-    """Seconds per iteration of one stack of ``seeds`` (after one warm-up run of 2 iterations)."""
+def stack_timing(be: backends.Backend, spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int],
+                 iterations: int, w_solve: str | None = None, w_workers: int | None = None) -> tuple[float, float | None]:
+    """(seconds per iteration of one stack of ``seeds`` after one warm-up run of 2 iterations, LySep's largest
+    trials per sweep over its seeds in the timed run (None for PINN))."""
     params0 = [network.init_params(experiment_data(spec).problem.n_in, L, M, s) for s in seeds]
     wait = synced(be)
     solve_stack(be, spec, solver, params0, 2, w_solve, w_workers)
     wait()
     t = time.perf_counter()
-    solve_stack(be, spec, solver, params0, iterations, w_solve, w_workers)
+    res = solve_stack(be, spec, solver, params0, iterations, w_solve, w_workers)
     wait()
-    return (time.perf_counter() - t) / iterations
+    trials = max((r.diagnostics["trials"] / max(1, len(r.history["J"]) - 1) for r in res
+                  if r.diagnostics and "trials" in r.diagnostics), default=None)
+    return (time.perf_counter() - t) / iterations, trials
+
+
+def stack_rate(be: backends.Backend, spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int],
+               iterations: int, w_solve: str | None = None, w_workers: int | None = None) -> float:
+    """Seconds per iteration of one stack of ``seeds`` (after one warm-up run of 2 iterations)."""
+    return stack_timing(be, spec, solver, L, M, seeds, iterations, w_solve, w_workers)[0]
 
 
 def cpu_rate(spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int], iterations: int) -> float:
@@ -167,6 +224,8 @@ def cpu_rate(spec: ExperimentSpec, solver: str, L: int, M: int, seeds: list[int]
 #: --save-finals` writes them (for `--against`), and its CPU seconds per iteration per (cell, solver)
 DIGEST_FINALS = ROOT / "benchmarks/results/gpu_check_paper_finals.csv"
 DIGEST_RATES = ROOT / "benchmarks/results/gpu_check_paper_rates.json"
+#: and its LySep trials per sweep per cell (the largest over a cell's seeds: a stack tries while any seed does)
+DIGEST_TRIALS = ROOT / "benchmarks/results/gpu_check_paper_trials.json"
 
 
 def write_digest(results: Path) -> None:
@@ -175,7 +234,30 @@ def write_digest(results: Path) -> None:
                     "--save-finals", str(DIGEST_FINALS)], check=True, cwd=ROOT, env=ENV)
     rates = archive_rates(results, list(PAPER))
     DIGEST_RATES.write_text(json.dumps({"|".join(map(str, k)): v for k, v in sorted(rates.items())}, indent=1) + "\n")
-    print(f"wrote {DIGEST_FINALS} and {DIGEST_RATES} ({len(rates)} (cell, solver) pairs)")
+    write_trials_digest(results)
+    print(f"wrote {DIGEST_FINALS}, {DIGEST_RATES} ({len(rates)} (cell, solver) pairs) and {DIGEST_TRIALS}")
+
+
+def write_trials_digest(results: Path) -> None:
+    """``--digest`` (also alone: ``--digest-trials``): the archive's LySep trials per sweep per cell."""
+    trials = archive_trials(results, list(PAPER))
+    DIGEST_TRIALS.write_text(json.dumps({"|".join(map(str, k)): v for k, v in sorted(trials.items())}, indent=1) + "\n")
+
+
+def archive_trials(results: Path, names: list[str]) -> dict[tuple[str, int, int], float]:
+    """(experiment, L, M) -> the largest over the cell's seeds of a LySep record's backtracking trials per sweep
+    (diagnostics.trials / iterations done) in the archive ``results``; from the digest when it is not here."""
+    if not results.is_dir():
+        if results == ROOT / "results/paper" and DIGEST_TRIALS.is_file():
+            return {(e, int(L), int(M)): v for key, v in json.loads(DIGEST_TRIALS.read_text()).items()
+                    for e, L, M in [key.split("|")]}
+        return {}
+    out: dict[tuple[str, int, int], float] = {}
+    for r in records.load_records(results, names).records:
+        if r.solver == "lysep" and r.diagnostics and "trials" in r.diagnostics:
+            per = r.diagnostics["trials"] / max(1, r.iterations_done or r.iterations)
+            out[(r.experiment, r.L, r.M)] = max(out.get((r.experiment, r.L, r.M), 0.0), per)
+    return out
 
 
 def archive_rates(results: Path, names: list[str]) -> dict[tuple[str, str, int, int], float]:
@@ -213,17 +295,22 @@ def check_exactness(be: backends.Backend, spec: ExperimentSpec, M: int, out: Rep
         ten = solve_stack(be, spec, solver, params0, it)
         alone = solve_stack(be, spec, solver, [params0[3]], it)[0]
         rev = solve_stack(be, spec, solver, params0[::-1], it)
-        order = same(alone, ten[3]) and same(alone, rev[6])
+        d_alone, d_rev = compare.results(alone, ten[3]), compare.results(rev[6], ten[3])
+        order = d_alone["differing"] == 0 and d_rev["differing"] == 0
         with threadpool_limits(limits=1):
             cpu = [solve_cpu(spec, solver, params0[s], it) for s in (0, 3)]
         rel = max(float(np.max(np.abs(np.subtract(ten[s].history["J"], c.history["J"])) / np.abs(c.history["J"])))
                   for s, c in zip((0, 3), cpu))
-        identical = all(same(ten[s], c) for s, c in zip((0, 3), cpu))
+        d_cpu = compare.many([ten[0], ten[3]], cpu)
+        identical = d_cpu["differing"] == 0
         out(f"- {spec.name} (3,{M}) {solver}, {it} iterations: seed 3 alone == in a stack of 10 == in the "
-            f"reversed stack, bit for bit: **{order}**; seeds 0 and 3 against the CPU engine: largest relative "
-            f"difference of J over the history **{rel:.2e}**, bit-identical: **{identical}**")
+            f"reversed stack, bit for bit: **{order}** (alone against the stack: {compare.line(d_alone)}; "
+            f"reversed: {compare.line(d_rev)}); seeds 0 and 3 against the CPU engine: largest relative "
+            f"difference of J over the history **{rel:.2e}**, bit-identical: **{identical}** ({compare.line(d_cpu)})")
         out.figures["exact"][solver] = {"seed_order_independent": order, "max_rel_J_vs_cpu": rel,
-                                        "bit_identical_to_cpu": identical}
+                                        "bit_identical_to_cpu": identical, "alone_vs_stack": d_alone,
+                                        "reversed_vs_stack": d_rev, "vs_cpu": d_cpu}
+        out.flush()
     out("")
 
 
@@ -251,35 +338,57 @@ def own_settings(be: backends.Backend, spec: ExperimentSpec, M: int, out: Report
             cpu = solve_cpu(own, "lysep", params0[3], sweeps)
         rel = float(np.max(np.abs(np.subtract(ten[3].history["J"], cpu.history["J"])) / np.abs(cpu.history["J"])))
         rate = stack_rate(be, own, "lysep", 3, M, list(range(10)), sweeps)
-        out(f"| {name} | **{same(alone, ten[3])}** | {rel:.2e} | {rate:.3e} | {rate / base:.2f} |")
-        out.figures.setdefault("own_settings", {})[name] = {"seed_order_independent": same(alone, ten[3]),
+        d_alone = compare.results(alone, ten[3])
+        out(f"| {name} | **{d_alone['differing'] == 0}** ({compare.line(d_alone)}) | {rel:.2e} | {rate:.3e} | "
+            f"{rate / base:.2f} |")
+        out.flush()
+        out.figures.setdefault("own_settings", {})[name] = {"seed_order_independent": d_alone["differing"] == 0,
+                                                            "alone_vs_stack": d_alone,
                                                             "max_rel_J_vs_cpu": rel, "s_per_sweep": rate,
                                                             "over_paper_settings": rate / base}
     out("")
 
 
 def per_cell(be: backends.Backend, specs: dict[str, ExperimentSpec], out: Report, its: dict[str, int],
-             cpu_its: dict[str, int], archive: dict) -> dict[tuple[str, str, int, int], float]:
+             archive: dict, rates: dict, trials: dict) -> None:
+    """Section 3: the device's s/iteration of every paper (cell, solver), 10 seeds stacked, into ``rates`` (and
+    LySep's trials per sweep of those early sweeps into ``trials``) as each is measured, a row each."""
     out("## 3. s/iteration per (cell, solver), 10 seeds stacked\n")
-    out("| cell | solver | device, stack of 10 (s/it) | per seed | CPU here, 1 seed, 1 thread | CPU / device per seed "
-        "| archive CPU, 1 seed |")
-    out("|---|---|---:|---:|---:|---:|---:|")
-    rates = {}
+    out("| cell | solver | device, stack of 10 (s/it) | per seed | trials/sweep (these sweeps) | archive CPU, 1 seed |")
+    out("|---|---|---:|---:|---:|---:|")
     seeds = list(range(10))
     for spec in specs.values():
         for L, M in spec.sizes:
             for solver in ("pinn", "lysep"):
-                t = stack_rate(be, spec, solver, L, M, seeds, its[solver])
-                with threadpool_limits(limits=1):
-                    c = cpu_rate(spec, solver, L, M, [0], cpu_its[solver])
+                t, tr = stack_timing(be, spec, solver, L, M, seeds, its[solver])
                 rates[(spec.name, solver, L, M)] = t
+                if tr is not None:
+                    trials[(spec.name, L, M)] = tr
                 a = archive.get((spec.name, solver, L, M))
-                out(f"| {spec.name} ({L},{M}) | {solver} | {t:.3e} | {t / 10:.3e} | {c:.3e} | {c / (t / 10):.1f}x | "
-                    + (f"{a:.3e} |" if a else "- |"))
+                out(f"| {spec.name} ({L},{M}) | {solver} | {t:.3e} | {t / 10:.3e} | "
+                    + (f"{tr:.1f}" if tr is not None else "-") + " | " + (f"{a:.3e} |" if a else "- |"))
+                out.figures["stack_s_per_it"] = {f"{k[0]} ({k[2]},{k[3]}) {k[1]}": v for k, v in rates.items()}
                 out.flush()
     out("\nrfls and rfm run on the host's CPU engine under any --device (one least-squares solve per run).\n")
-    out.figures["stack_s_per_it"] = {f"{k[0]} ({k[2]},{k[3]}) {k[1]}": v for k, v in rates.items()}
-    return rates
+
+
+def cpu_here(specs: dict[str, ExperimentSpec], out: Report, cpu_its: dict[str, int], rates: dict) -> None:
+    """Section 3d: the CPU engine on this machine, one seed, one BLAS thread, beside section 3's device rates."""
+    out("## 3d. The CPU engine here, 1 seed, 1 BLAS thread, beside the device's stack of 10\n")
+    out("| cell | solver | CPU here (s/it) | device per seed (section 3) | CPU / device per seed |")
+    out("|---|---|---:|---:|---:|")
+    figures = out.figures.setdefault("cpu_here_s_per_it", {})
+    for spec in specs.values():
+        for L, M in spec.sizes:
+            for solver in ("pinn", "lysep"):
+                with threadpool_limits(limits=1):
+                    c = cpu_rate(spec, solver, L, M, [0], cpu_its[solver])
+                t = rates.get((spec.name, solver, L, M))
+                figures[f"{spec.name} ({L},{M}) {solver}"] = c
+                out(f"| {spec.name} ({L},{M}) | {solver} | {c:.3e} | " + (f"{t / 10:.3e} | {c / (t / 10):.1f}x |"
+                                                                         if t else "- | - |"))
+                out.flush()
+    out("")
 
 
 #: the W_L solves lysep_split times: (w_solve, host threads; None: the default, one per CPU up to the seeds)
@@ -393,13 +502,14 @@ def trial_batches(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, i
                 res[batch] = solve_stack(be, spec, "lysep", params0, sweeps, trial_batch=batch)
                 wait()
                 best[batch] = min(best.get(batch, np.inf), (time.perf_counter() - t) / sweeps)
-        bits = all(same(a, b) for a, b in zip(res[1], res[k]))
+        diff = compare.many(res[1], res[k])
+        bits = diff["differing"] == 0
         rel = max(float(np.max(np.abs(np.subtract(a.history[h], b.history[h])) / np.abs(a.history[h])))
                   for a, b in zip(res[1], res[k]) for h in ("J", "J_S"))
         out(f"| {spec.name} ({L},{M}) | {best[1]:.3e} | {best[k]:.3e} | {best[k] / best[1]:.2f} | "
-            f"{res[1][0].diagnostics['trials']} | {'yes' if bits else 'NO'} | {rel:.1e} |")
+            f"{res[1][0].diagnostics['trials']} | {'yes' if bits else 'NO'}: {compare.line(diff)} | {rel:.1e} |")
         figures[f"{spec.name} ({L},{M})"] = {"k": k, "s_per_sweep_k1": best[1], "s_per_sweep_default": best[k],
-                                             "same_bits": bits, "max_rel_diff": rel}
+                                             "same_bits": bits, "max_rel_diff": rel, "difference": diff}
         out.flush()
     out("\nThe trial batch's choice: benchmarks/results/launch_count_trial_batch.md (counted launches, "
         "predicted); here, measured. Sweeps 1-" + str(sweeps) + " backtrack less than the archive's ~2 trials a "
@@ -483,30 +593,79 @@ def w_solve_cpu(cell: str, sweeps: int, rounds: int, config: Path) -> None:
 
 
 #: seconds the script plans to end within (gpu_check.sh kills it at 400): the whole cell shrinks to fit
-BUDGET_S = 360.0
+#: gpu_check.py's own time (gpu_check.sh gives it 330 s): its sections in the order of what matters most
+BUDGET_S = 300.0
+#: seconds of a whole-cell section that are not the stack's sweeps: lysep's start (CuPy, kernel compiles), the
+#: data set, the final evaluations, and verify
+WHOLE_CELL_OVERHEAD_S = 35.0
+#: trials a sweep of a run's first sweeps at elliptic-10d (3,150) (counted: one a block, L = 3's 7 blocks)
+EARLY_TRIALS = 7.0
 
 
-def affordable(iterations: int, rate: float | None, left: float, out: Report) -> int:
-    """The whole cell's iterations: all of them unless the measured stack rate says they would not fit in
-    what is left of the budget (keeping 90 s for the process's start, verify and the PyTorch peer); then
-    as many as fit, rounded down to a hundred (said in the report: not the whole cell then)."""
-    if rate is None or rate * iterations * 1.2 <= left - 90.0:
+def cell_rate(be: backends.Backend, spec: ExperimentSpec, L: int, M: int, sweeps: int, out: Report,
+              into: dict) -> None:
+    """Section 3a: the whole cell's stack rate over its early sweeps and their trials per sweep, to size
+    section 4 (``into``: rate, trials)."""
+    out(f"## 3a. The whole cell's rate: {spec.name} ({L},{M}) LySep, 10 seeds stacked, {sweeps} sweeps\n")
+    rate, trials = stack_timing(be, spec, "lysep", L, M, list(range(10)), sweeps)
+    into.update(rate=rate, trials=trials)
+    out(f"- {rate:.3e} s/sweep, {trials:.1f} trials a sweep (the largest over the seeds)\n")
+    out.figures["whole_cell_rate"] = dict(into)
+
+
+def whole_cell_sweeps(iterations: int, rate: float | None, trials: float | None, archive_trials: float | None,
+                      allowed: float, out: Report, rate_lower: float | None = None) -> int:
+    """The whole cell's sweeps: all of them unless they would not fit in ``allowed`` seconds (less
+    :data:`WHOLE_CELL_OVERHEAD_S`) at the full run's predicted rate: the early sweeps' ``rate`` scaled by the
+    archive's trials per sweep over the early sweeps' (a full run backtracks about twice as often as its first
+    sweeps; scaling the whole sweep by it over-estimates, on the safe side), with a 15 % margin.  Then as many
+    as fit, rounded down (said in the report: not the whole cell then).  ``rate_lower``: when 3a stopped at its
+    limit, its time over its 7 sweeps, a lower bound of the rate, used instead."""
+    if rate is None and rate_lower is None:
+        out("- no measured rate (section 3a did not run): the whole cell's sweeps are not sized\n")
         return iterations
-    fit = max(100, int((left - 90.0) / (rate * 1.2)) // 100 * 100)
-    out(f"**The whole cell does not fit in the budget** ({rate:.3e} s/it x {iterations}): {fit} iterations "
-        "instead, so section 4 is not the whole cell.\n")
-    return min(fit, iterations)
+    if trials is None:  # 3a stopped before its sweeps' trials were known: a full run's ~14 over early sweeps' ~7
+        trials = EARLY_TRIALS
+    scale = max(1.0, archive_trials / trials) if archive_trials else 1.0
+    if rate is None:
+        rate = rate_lower
+        out(f"- section 3a stopped at its limit: its 7 sweeps (2 of warm-up, 5 timed) took longer than its "
+            f"{rate * 7:.0f} s, so a sweep takes at least {rate:.3e} s; trials a sweep taken as {trials:.0f}")
+    predicted = rate * scale * 1.15
+    out(f"- sized from section 3a: {rate:.3e} s/sweep x {scale:.2f} (the archive's {archive_trials or 0:.1f} trials "
+        f"a sweep over these {trials:.1f}) x 1.15 = {predicted:.3e} s a sweep predicted for the full run; "
+        f"{allowed:.0f} s allowed, {WHOLE_CELL_OVERHEAD_S:.0f} of them for the process, data and verify")
+    fit = (allowed - WHOLE_CELL_OVERHEAD_S) / predicted
+    if fit >= iterations:
+        return iterations
+    n = int(fit) // 100 * 100 if fit >= 100 else max(1, int(fit) // 10 * 10 if fit >= 10 else int(fit))
+    out(f"- **the whole cell does not fit in its time limit** ({iterations} sweeps): {n} sweeps instead, so "
+        "section 4 is not the whole cell.\n")
+    return n
 
 
-def whole_cell(device: str, config: Path, experiment: str, solver: str, size: str, iterations: int, scratch: Path,
-               archive: Path, out: Report) -> None:
+def whole_cell(lysep: list[str], device: str, config: Path, experiment: str, solver: str, size: str, iterations: int,
+               scratch: Path, archive: Path, out: Report, allowed: float, sweeps: Callable[[float], int]) -> None:
+    """Section 4: ``lysep run`` of one whole cell (``lysep``: the command; ``sweeps(allowed)``: how many of the
+    cell's ``iterations`` fit in ``allowed`` seconds, writing why), then ``lysep verify --against`` the archive;
+    the run stopped 25 s before ``allowed`` ends, so that a run that outlasts its prediction leaves a line."""
+    ends = time.perf_counter() + allowed
     out(f"## 4. One whole cell: {experiment} ({size.replace('x', ',')}) {solver}, the cell's seeds x {iterations} "
         "iterations\n")
-    lysep = [sys.executable, "-m", "lysep_cli.cli"]
-    run = lysep + ["run", experiment, "--solver", solver, "--sizes", size, "--iterations", str(iterations),
+    n = sweeps(allowed)
+    if n < iterations:
+        out(f"(the run below: {n} iterations)\n")
+    run = lysep + ["run", experiment, "--solver", solver, "--sizes", size, "--iterations", str(n),
                    "--device", device, "--config", str(config), "--results", str(scratch)]
     t = time.perf_counter()
-    p = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=ENV)
+    try:
+        p = subprocess.run(run, capture_output=True, text=True, cwd=ROOT, env=ENV,
+                           timeout=max(1.0, ends - 25.0 - time.perf_counter()))
+    except subprocess.TimeoutExpired:
+        out(f"- `lysep run ... --device {device}` ({n} iterations) **stopped after {time.perf_counter() - t:.0f} s**, "
+            "its time limit: no record (a stack's records are written when it finishes), no verdict\n")
+        out.figures["whole_cell"] = {"iterations": n, "stopped_s": time.perf_counter() - t}
+        return
     wall = time.perf_counter() - t
     out(f"- `lysep run ... --device {device}`: exit {p.returncode}, {wall:.1f} s wall (the process, data set "
         "and final evaluations included)")
@@ -518,12 +677,16 @@ def whole_cell(device: str, config: Path, experiment: str, solver: str, size: st
         out(f"- {len(recs)} records; versions: {json.dumps({k: recs[0].versions.get(k) for k in ('device', 'gpu', 'cuda', 'array_library', 'numerics')})}")
         out(f"- stack seconds: {recs[0].diagnostics.get('stack_seconds'):.1f}; final J per seed: "
             + ", ".join(f"{r.final.J:.3e}" for r in sorted(recs, key=lambda r: r.seed)))
-    v = subprocess.run(lysep + ["verify", experiment, "--solver", solver, "--iterations", str(iterations), "--config",
+    stack_s = recs[0].diagnostics.get("stack_seconds") if recs else None
+    out.figures["whole_cell"] = {"iterations": n, "wall_s": wall, "run_exit": p.returncode, "stack_seconds": stack_s,
+                                 "s_per_sweep": stack_s / n if stack_s else None}
+    out.flush()
+    v = subprocess.run(lysep + ["verify", experiment, "--solver", solver, "--iterations", str(n), "--config",
                                 str(config), "--results", str(scratch), "--against", str(archive)],
-                       capture_output=True, text=True, cwd=ROOT, env=ENV)
+                       capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=max(1.0, ends - time.perf_counter()))
     out(f"- `lysep verify {experiment} --solver {solver} --results SCRATCH --against {archive.name}`: exit "
         f"{v.returncode}\n```\n{(v.stdout + v.stderr)[-3000:]}\n```\n")
-    out.figures["whole_cell"] = {"wall_s": wall, "run_exit": p.returncode, "verify_exit": v.returncode}
+    out.figures["whole_cell"]["verify_exit"] = v.returncode
 
 
 def torch_peer(specs: dict[str, ExperimentSpec], out: Report, its: int, device: str) -> None:
@@ -535,6 +698,9 @@ def torch_peer(specs: dict[str, ExperimentSpec], out: Report, its: int, device: 
         out("PyTorch is not installed here: skipped.\n")
         return
     torch.set_default_dtype(torch.float64)
+    if device == "cuda" and not torch.cuda.is_available():
+        out("PyTorch sees no CUDA device here: skipped.\n")
+        return
     dev = torch.device("cuda" if device == "cuda" else "cpu")
     wait = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     out("| cell | torch s/it (stack of 10) |")
@@ -584,14 +750,40 @@ def torch_peer(specs: dict[str, ExperimentSpec], out: Report, its: int, device: 
     out("")
 
 
-def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], archive: dict, out: Report) -> None:
+def full_sweep(rates: dict, specs: dict[str, ExperimentSpec], out: Report, trials: dict, archive_t: dict) -> None:
+    """Section 6: the full sweep's minutes from section 3's rates (those measured: a missing pair is said), LySep's
+    early-sweep rates as measured (a lower bound: a full run backtracks more) and scaled to the full run, by the
+    whole cell's measured full-run s/sweep over its early sweeps' (section 4 against 3a) where there is one, and
+    by the archive's trials per sweep over the early sweeps' (an upper estimate)."""
     out("## 6. The full sweep from the measured rates\n")
-    minutes = {solver: sum(rates[(s.name, solver, L, M)] * s.iterations for s in specs.values() for L, M in s.sizes)
-               / 60 for solver in ("pinn", "lysep")}
-    out(f"- every paper cell, 10 seeds stacked, {next(iter(specs.values())).iterations} iterations, on the device "
-        f"(the measured rates of section 3 times the iterations; LySep's rates are of its early sweeps): PINN "
+    pairs = [(s.name, solver, L, M) for s in specs.values() for L, M in s.sizes for solver in ("pinn", "lysep")]
+    missing = [p for p in pairs if p not in rates]
+    its = {s.name: s.iterations for s in specs.values()}
+    minutes = {solver: sum(rates[p] * its[p[0]] for p in pairs if p[1] == solver and p in rates) / 60
+               for solver in ("pinn", "lysep")}
+    upper = sum(rates[p] * its[p[0]] * max(1.0, archive_t.get((p[0], p[2], p[3]), 0.0) / trials[(p[0], p[2], p[3])])
+                for p in pairs if p[1] == "lysep" and p in rates and trials.get((p[0], p[2], p[3]))) / 60
+    out(f"- {'the (cell, solver) pairs measured' if missing else 'every paper cell'}, 10 seeds stacked, {next(iter(specs.values())).iterations} "
+        f"iterations, on the device (section 3's rates times the iterations; LySep's of its early sweeps): PINN "
         f"**{minutes['pinn']:.2f}** + LySep **{minutes['lysep']:.2f}** = **{sum(minutes.values()):.2f} minutes**")
-    out.figures["sweep_minutes"] = minutes
+    figures = {**minutes, "lysep_scaled_by_archive_trials": upper, "missing": [" ".join(map(str, p)) for p in missing]}
+    out(f"- LySep scaled by the archive's trials per sweep over the measured sweeps' (an upper estimate): "
+        f"**{upper:.2f}** minutes, the full sweep **{minutes['pinn'] + upper:.2f} minutes**")
+    whole, early = out.figures.get("whole_cell", {}), out.figures.get("whole_cell_rate", {})
+    if whole.get("s_per_sweep") and early.get("rate"):
+        ratio = whole["s_per_sweep"] / early["rate"]
+        figures["whole_cell_ratio"] = ratio
+        out(f"- LySep scaled by the whole cell's measured ratio, its {whole['iterations']} sweeps' s/sweep over its "
+            f"early sweeps' (section 4 / 3a): x{ratio:.2f}: LySep **{minutes['lysep'] * ratio:.2f}**, the full sweep "
+            f"**{minutes['pinn'] + minutes['lysep'] * ratio:.2f} minutes**")
+    else:
+        out("- (no whole-cell run to scale LySep's early-sweep rates by: section 4 gave no s/sweep)")
+    if missing:
+        out(f"- **{len(missing)} of {len(pairs)} (cell, solver) pairs not measured** (section 3 stopped at its "
+            "limit): the sums above leave them out, so they are lower bounds: " + ", ".join(
+                f"{e} ({L},{M}) {so}" for e, so, L, M in missing))
+    out("")
+    out.figures["sweep_minutes"] = figures
 
 
 def launch_costs(be: backends.Backend, out: Report, smoke: bool, rates: dict) -> None:
@@ -728,7 +920,7 @@ def concurrent_worker(cell: str, device: str, iterations: int, start_at: float, 
 
 
 def concurrent_stacks(device: str, config: Path, cell: str, iterations: int, counts: tuple[int, ...],
-                      out: Report, startup: float) -> None:
+                      out: Report, startup: float, extra: tuple[str, ...] = ()) -> None:
     """Section 8: k processes, each one stack of ``cell``, at once on the device. A launch-bound stack leaves
     the GPU idle between its kernels (section 7, benchmarks/results/launch_count.md), so independent cells
     run side by side may fill it: sweeps per second of all k together against one process's."""
@@ -740,15 +932,21 @@ def concurrent_stacks(device: str, config: Path, cell: str, iterations: int, cou
     for k in counts:
         start_at = time.time() + startup
         cmd = [sys.executable, str(Path(__file__).resolve()), "--concurrent-worker", cell, "--device", device,
-               "--iterations", str(iterations), "--start-at", repr(start_at), "--config", str(config)]
+               "--iterations", str(iterations), "--start-at", repr(start_at), "--config", str(config), *extra]
         procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
                  for _ in range(k)]
         runs = []
-        for proc in procs:
-            stdout, stderr = proc.communicate(timeout=startup + 120)
-            if proc.returncode:
-                raise RuntimeError(f"a worker failed: {stderr[-2000:]}")
-            runs.append(json.loads(stdout.strip().splitlines()[-1]))
+        try:
+            for proc in procs:
+                stdout, stderr = proc.communicate(timeout=startup + 120)
+                if proc.returncode:
+                    raise RuntimeError(f"a worker failed: {stderr[-2000:]}")
+                runs.append(json.loads(stdout.strip().splitlines()[-1]))
+        finally:  # a section stopped at its limit leaves no worker behind
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         wall = max(r["ended"] for r in runs) - min(r["began"] for r in runs)
         rate = k * iterations / wall
         one = rate if one is None else one
@@ -775,7 +973,18 @@ def main() -> None:
     ap.add_argument("--concurrent-worker", help="section 8's worker process: NAME:LxM (internal)")
     ap.add_argument("--start-at", type=float, help="section 8's worker: when to start timing (time.time())")
     ap.add_argument("--config", type=Path, default=ROOT / "experiments.yaml", help="section 8's worker: experiments file")
+    ap.add_argument("--budget", type=float, default=BUDGET_S, help="seconds for all the sections (each has its own limit)")
+    ap.add_argument("--stand-in", type=float, default=0.0, metavar="FACTOR",
+                    help="a dry run without a GPU: --device cuda is benchmarks/stand_in.py's device, FACTOR x slower")
+    ap.add_argument("--digest-trials", action="store_true", help="write the archive's trials-per-sweep digest and stop")
     args = ap.parse_args()
+    if args.stand_in and args.concurrent_worker:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import stand_in
+
+        stand_in.install(args.stand_in)
+    if args.digest_trials:
+        return write_trials_digest(ROOT / "results/paper")
     if args.concurrent_worker:
         return concurrent_worker(args.concurrent_worker, args.device, args.iterations, args.start_at, args.config)
     if args.digest:
@@ -784,10 +993,19 @@ def main() -> None:
         return cpu_ratio(args.cpu_ratio, args.seeds, args.iterations, ROOT / "experiments.yaml")
     if args.w_solve_cpu:
         return w_solve_cpu(args.w_solve_cpu, args.iterations, args.rounds, ROOT / "experiments.yaml")
-    started = time.perf_counter()
     device = "cpu-stacked" if args.smoke else args.device
+    lysep = [sys.executable, "-m", "lysep_cli.cli"]
+    extra: tuple[str, ...] = ()
+    if args.stand_in:  # a dry run: the stand-in device as cuda, here and in the subprocesses
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import stand_in
+
+        stand_in.install(args.stand_in)
+        lysep = [sys.executable, str(ROOT / "benchmarks/stand_in.py"), repr(args.stand_in)]
+        extra = ("--stand-in", repr(args.stand_in))
     be = backends.resolve(device)
     out = Report(args.out)
+    budget = None if args.smoke else Budget(args.budget)
     with tempfile.TemporaryDirectory() as tmp:
         if args.smoke:
             config = Path(tmp) / "smoke.yaml"
@@ -803,45 +1021,71 @@ def main() -> None:
         all_specs = load_specs(config)
         specs = {n: all_specs[n] for n in PAPER if n in all_specs}
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        out(f"# GPU check (issue 40), {stamp}{' — SMOKE RUN: tiny sizes on NumPy, not a measurement' if args.smoke else ''}\n")
+        kind = " — SMOKE RUN: tiny sizes on NumPy, not a measurement" if args.smoke else (
+            f" — DRY RUN: the stand-in device ({args.stand_in:g} x the calibrated launch cost, on this CPU), not a GPU"
+            if args.stand_in else "")
+        out(f"# GPU check (issues 40, 46), {stamp}{kind}\n")
+        if budget is not None:
+            out(f"Sections in the order of what matters most, each with its own time limit within {budget.total:.0f} s: "
+                "2 (bits, agreement with the CPU engine), 3a and 4 (the whole cell and its verdict against the "
+                "archive), 3 and 6 (every cell's rate, the full sweep), 5 (the PyTorch peer), then 3c, 3b, 7, 2b, 8, "
+                "3d. A section stopped at its limit keeps what it wrote; one not run says why.\n")
         if archive == DIGEST_FINALS:
-            out(f"(results/paper is not here: the archive's digest, {DIGEST_FINALS.name} and {DIGEST_RATES.name}, "
-                "stands in for it)\n")
+            out(f"(results/paper is not here: the archive's digest, {DIGEST_FINALS.name}, {DIGEST_RATES.name} and "
+                f"{DIGEST_TRIALS.name}, stands in for it)\n")
         out("## 1. The device\n")
         out("```\n" + json.dumps(be.fingerprint(), indent=1) + "\n```\n")
         out.figures["device"] = be.fingerprint()
         out.flush()
+        paper_dir = ROOT / "results/paper" if archive == DIGEST_FINALS else archive
+        smoke = args.smoke
         with np.errstate(all="ignore"):
             first = next(iter(specs.values()))
-            archive_r = archive_rates(ROOT / "results/paper" if archive == DIGEST_FINALS else archive, list(specs))
-            failed = [not section(out, check_exactness, be, first, first.sizes[0][1], out, args.smoke)]
-            failed.append(not section(out, own_settings, be, first, first.sizes[0][1], out, args.smoke))
+            archive_r = archive_rates(paper_dir, list(specs))
+            archive_t = archive_trials(paper_dir, list(specs))
             rates: dict = {}
-            its, cpu_its = ({"pinn": 3, "lysep": 2}, {"pinn": 1, "lysep": 1}) if args.smoke else \
-                ({"pinn": 20, "lysep": 5}, {"pinn": 3, "lysep": 2})
-            failed.append(not section(out, lambda: rates.update(per_cell(be, specs, out, its, cpu_its, archive_r))))
-            split = [("elliptic-2d", 3, 6)] if args.smoke else [("elliptic-10d", 3, 150), ("elliptic-2d", 3, 30)]
-            failed.append(not section(out, lysep_split, be, [(specs[n], L, M) for n, L, M in split],
-                                      2 if args.smoke else 5, out))
-            failed.append(not section(out, trial_batches, be, [(specs[n], L, M) for n, L, M in split],
-                                      2 if args.smoke else 10, 2, out))
-            cell = ("elliptic-2d", "lysep", 3, 6, 20) if args.smoke else ("elliptic-10d", "lysep", 3, 150, 2000)
-            n = affordable(cell[4], rates.get(cell[:4]), BUDGET_S - (time.perf_counter() - started), out)
-            failed.append(not section(out, whole_cell, device, config, cell[0], cell[1], f"{cell[2]}x{cell[3]}", n,
-                                      Path(tmp) / "scratch", archive, out))
-            failed.append(not section(out, torch_peer, specs, out, 2 if args.smoke else 10,
-                                      "cpu" if args.smoke else "cuda"))
-            if rates:
-                failed.append(not section(out, full_sweep, rates, specs, archive_r, out))
-            failed.append(not section(out, launch_costs, be, out, args.smoke, rates))
-            left = BUDGET_S - (time.perf_counter() - started)
-            if args.smoke or left > 75:  # ~20 s a round of processes on a GPU
-                failed.append(not section(out, concurrent_stacks, device, config,
-                                          "elliptic-2d:3x6" if args.smoke else "elliptic-2d:3x30",
-                                          2 if args.smoke else 20, (1, 2) if args.smoke else (1, 4, 8), out,
-                                          5.0 if args.smoke else 20.0))
-            else:
-                out(f"## 8. Several stacks at once: not run ({left:.0f} s of the budget left)\n")
+            trials: dict = {}
+            early: dict = {}
+            its = {"pinn": 3, "lysep": 2} if smoke else {"pinn": 20, "lysep": 5}
+            cpu_its = {"pinn": 1, "lysep": 1} if smoke else {"pinn": 3, "lysep": 2}
+            split = [("elliptic-2d", 3, 6)] if smoke else [("elliptic-10d", 3, 150), ("elliptic-2d", 3, 30)]
+            cell = ("elliptic-2d", "lysep", 3, 6, 20) if smoke else ("elliptic-10d", "lysep", 3, 150, 2000)
+            cell_spec = specs[cell[0]]
+            limit_4 = 150.0
+
+            title_3a = "3a. The whole cell's rate"
+
+            def sized(allowed: float) -> int:
+                spent = out.figures.get("section_seconds", {}).get(title_3a)
+                lower = spent / 7 if spent and title_3a in out.figures.get("stopped_at_limit", []) else None
+                return whole_cell_sweeps(cell[4], early.get("rate"), early.get("trials"),
+                                         archive_t.get((cell[0], cell[2], cell[3])), allowed, out, lower)
+
+            plan: list[tuple[str, float, Callable[..., Any], tuple]] = [
+                ("2. Exactness on the device", 60.0, check_exactness, (be, first, first.sizes[0][1], out, smoke)),
+                (title_3a, 30.0, cell_rate, (be, cell_spec, cell[2], cell[3], 2 if smoke else 5, out,
+                                                              early)),
+                ("4. One whole cell", limit_4, lambda: whole_cell(
+                    lysep, device, config, cell[0], cell[1], f"{cell[2]}x{cell[3]}", cell[4], Path(tmp) / "scratch",
+                    archive, out, limit_4 if budget is None else min(limit_4, budget.left()), sized), ()),
+                ("3. s/iteration per (cell, solver)", 60.0, per_cell, (be, specs, out, its, archive_r, rates, trials)),
+                ("6. The full sweep", 10.0, full_sweep, (rates, specs, out, trials, archive_t)),
+                ("5. The PyTorch peer", 40.0, torch_peer, (specs, out, 2 if smoke else 10, "cpu" if smoke else "cuda")),
+                ("3c. Backtracking trials, k = 1 against the device's default", 30.0, trial_batches,
+                 (be, [(specs[n], L, M) for n, L, M in split], 2 if smoke else 10, 2, out)),
+                ("3b. Where a LySep sweep's time goes", 30.0, lysep_split,
+                 (be, [(specs[n], L, M) for n, L, M in split], 2 if smoke else 5, out)),
+                ("7. Launch and sync costs", 20.0, launch_costs, (be, out, smoke, rates)),
+                ("2b. LySep settings of our own", 30.0, own_settings, (be, first, first.sizes[0][1], out, smoke)),
+                ("8. Several stacks at once", 60.0, concurrent_stacks,
+                 (device, config, "elliptic-2d:3x6" if smoke else "elliptic-2d:3x30", 2 if smoke else 20,
+                  (1, 2) if smoke else (1, 4, 8), out, 5.0 if smoke else 20.0, extra)),
+                ("3d. The CPU engine here", 30.0, cpu_here, (specs, out, cpu_its, rates)),
+            ]
+            # section 6 is arithmetic on what 3 and 4 measured: it runs even when the budget is spent
+            failed = [not section(out, None if title.startswith("6.") else budget, title, limit, run, *run_args,
+                                  needs=20.0 if title[:2] in ("4.", "8.") else 5.0)
+                      for title, limit, run, run_args in plan]
     out.flush()
     if any(failed):
         raise SystemExit(1)

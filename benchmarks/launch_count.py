@@ -23,9 +23,11 @@ count what would be a kernel on CuPy:
   a device array.
 
 Views (slices, transposes, broadcast_to, reshape of a contiguous array) and allocations (empty,
-empty_like: CuPy's memory pool) are free.  A counted call is one launch: where CuPy takes more than one
-kernel for it (an einsum's copies, a matmul of non-contiguous operands, a two-pass reduction) the count
-is a lower bound.  The proxy changes no number: a run through it is the run without it bit for bit
+empty_like: CuPy's memory pool) are free.  A counted call is one launch, except two that CuPy 14 is known to
+split (issue 46): an ``einsum``, counted as CuPy's plan for it (a copy of each operand it must transpose,
+then a matmul: :func:`einsum_launches`), and a stack's ``linalg.qr``, counted per matrix (a copy, geqrf, the
+triangle: :data:`QR_PER_MATRIX`).  Where CuPy takes more than one kernel otherwise (a matmul of
+non-contiguous operands, a two-pass reduction, cuSOLVER's geqrf itself) the count is a lower bound.  The proxy changes no number: a run through it is the run without it bit for bit
 (tests/test_launch_count.py).
 
 Per cell (the paper's 16: the experiments file's four experiments and their sizes; ``--seeds`` seeds
@@ -87,6 +89,8 @@ class Tally:
     def add(self, kind: str, op: str) -> None:
         self.by_scope[(self.scope, kind)] += 1
         self.by_op[(kind, op)] += 1
+        if DELAY_S:  # the stand-in device of a dry run (benchmarks/stand_in.py): a launch's, upload's, sync's cost
+            time.sleep(DELAY_S)
 
     def totals(self, scope: str | None = None) -> dict[str, int]:
         """{kind: count} over every scope, or one."""
@@ -102,6 +106,9 @@ class Tally:
             self.scope = before
 
 
+#: seconds each counted event (launch, upload, sync) sleeps: 0 here; benchmarks/stand_in.py sets it for a dry run
+#: of the GPU call on a device made slower on purpose
+DELAY_S = 0.0
 TALLY = Tally()  # the tally every CountedArray and CountingNamespace adds to (reset by ``counting``)
 
 
@@ -146,7 +153,13 @@ class CountedArray(np.ndarray):
         return _wrap(result)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        TALLY.add("launch", f"np.{func.__name__}")  # a NumPy function called on a device array directly
+        if func.__name__ == "qr":  # xp.linalg.qr of a stack: CuPy 14 factors one matrix after the other
+            a = args[0]
+            for _ in range(int(np.prod(a.shape[:-2], dtype=np.int64))):
+                for op in QR_PER_MATRIX:
+                    TALLY.add("launch", op)
+        else:
+            TALLY.add("launch", f"np.{func.__name__}")  # a NumPy function called on a device array directly
         return _wrap(func(*_plain(args), **_plain(kwargs)))
 
     def __getitem__(self, key: Any) -> Any:
@@ -233,6 +246,49 @@ class EmulatedKernel:
 FREE = ("empty", "empty_like", "broadcast_to", "swapaxes", "reshape", "shape", "result_type")
 
 
+#: what CuPy 14's batched ``linalg.qr`` (mode "r") launches per matrix of the stack (cupy/linalg/_decomposition.py
+#: ``_qr_batched`` -> cupyx's ``_geqrf_orgqr_batched``, a loop over the matrices): the matrix copied to the
+#: column-major layout cuSOLVER takes, cuSOLVER's geqrf (counted as one: it launches several kernels, its panel
+#: factorisations, so a lower bound), R's upper triangle extracted
+QR_PER_MATRIX = ("qr-copy", "geqrf", "qr-triu")
+
+
+def einsum_launches(subscripts: str, *operands: np.ndarray) -> list[str]:
+    """The kernels CuPy 14's ``einsum`` launches for a two-operand ``subscripts`` (cupy/linalg/_einsum.py,
+    ``reduced_binary_einsum``): a sum for each operand's labels that nothing else has; with no contracted label an
+    element-wise product; else each operand transposed to (batch, free, contracted) and flattened, a copy
+    where that reshape cannot be a view, then one ``matmul`` (the output's final transpose a view)."""
+    ins, out = subscripts.replace(" ", "").split("->")
+    subs = ins.split(",")
+    if len(subs) != 2 or "." in subscripts:
+        if "..." in subscripts and len(subs) == 2:  # the engine's "...mn,...mn->...n": leading labels spelled out
+            lead = "".join(chr(ord("A") + i) for i in range(operands[0].ndim - 2))
+            return einsum_launches(f"{lead}{subs[0][3:]},{lead}{subs[1][3:]}->{lead}{out[3:]}", *operands)
+        return ["einsum"]
+    ops, kernels = [np.asarray(o) for o in operands], []
+    for i in (0, 1):  # unary sums
+        other = set(subs[1 - i]) | set(out)
+        keep = [k for k, c in enumerate(subs[i]) if c in other]
+        if len(keep) < len(subs[i]):
+            kernels.append("einsum-sum")
+            ops[i] = ops[i].sum(axis=tuple(k for k in range(len(subs[i])) if k not in keep))
+            subs[i] = "".join(subs[i][k] for k in keep)
+    shared = set(subs[0]) & set(subs[1])
+    batch, contract = [c for c in subs[0] if c in shared and c in out], [c for c in subs[0] if c in shared and c not in out]
+    if not contract:
+        return kernels + ["einsum-multiply"]
+    for i, a in enumerate(ops):
+        free = [c for c in subs[i] if c not in shared]
+        order = batch + (free + contract if i == 0 else contract + free)
+        t = a.transpose([subs[i].index(c) for c in order])
+        sizes = [int(np.prod([a.shape[subs[i].index(c)] for c in g], dtype=np.int64))
+                 for g in ((batch, free, contract) if i == 0 else (batch, contract, free))]
+        if not np.shares_memory(t.reshape(sizes), a):
+            kernels.append("einsum-copy")
+    kernels.append("einsum-matmul")  # its (batch, free, free) result transposed to the output's order: a view
+    return kernels
+
+
 class CountingNamespace:
     """``numpy`` as a device array library whose kernels, uploads and syncs are counted in TALLY.  Its name
     is not "numpy", so lysep_cli/accel/sigma.py takes its device branch (the RawKernel, emulated)."""
@@ -256,6 +312,12 @@ class CountingNamespace:
         elif out is not plain and not np.may_share_memory(out, plain):
             TALLY.add("launch", "ascontiguousarray")
         return _wrap(out)
+
+    def einsum(self, subscripts: str, *operands: Any, **kwargs: Any) -> Any:
+        """np.einsum, counted as the kernels CuPy's einsum launches for it (:func:`einsum_launches`)."""
+        for op in einsum_launches(subscripts, *_plain(operands)):
+            TALLY.add("launch", op)
+        return _wrap(np.einsum(subscripts, *_plain(operands), **_plain(kwargs)))
 
     def __getattr__(self, name: str) -> Any:
         obj = getattr(np, name)

@@ -1,6 +1,6 @@
 """Regenerate the parts of the docs that the tool writes from the archive.
 
-    python docs/refresh.py [--results results/paper] [FILE ...]     (default files: README.md docs/results.md docs/lysep-depth.md docs/lysep.md)
+    python docs/refresh.py [--results results/paper] [FILE ...]     (default files: README.md docs/results.md docs/lysep-depth.md docs/lysep.md docs/harder.md)
 
 A generated part sits between two markers that name the command which writes it:
 
@@ -35,9 +35,11 @@ def refresh(text: str, run: Callable[[list[str]], str]) -> str:
 
 
 def lysep_runner(results: str) -> Callable[[list[str]], str]:
-    """Runs ``lysep ARGS --results RESULTS`` (this interpreter's lysep) and returns its stdout."""
+    """Runs ``lysep ARGS --results RESULTS`` (this interpreter's lysep; ARGS alone when they name their own
+    ``--results``) and returns its stdout."""
     def run(args: list[str]) -> str:
-        cmd = [sys.executable, "-m", "lysep_cli.cli", *args, "--results", results]
+        own = "--results" in args  # a block that names its own records (docs/harder.md: results/harder)
+        cmd = [sys.executable, "-m", "lysep_cli.cli", *args, *([] if own else ["--results", results])]
         return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
 
     return run
@@ -45,7 +47,8 @@ def lysep_runner(results: str) -> Callable[[list[str]], str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="*", default=["README.md", "docs/results.md", "docs/lysep-depth.md", "docs/lysep.md"])
+    ap.add_argument("files", nargs="*", default=["README.md", "docs/results.md", "docs/lysep-depth.md", "docs/lysep.md",
+                                                 "docs/harder.md"])
     ap.add_argument("--results", default="results/paper")
     args = ap.parse_args()
     run = lysep_runner(args.results)

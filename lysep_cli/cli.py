@@ -149,7 +149,7 @@ def run(
     same_numerics: bool = Flag(False, "--same-numerics", help="refuse when EXPERIMENT's records under --results "
                                "were made by other numerics (an archive kept to one numerics id)"),
     device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
-                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep[gpu]'), here or on dask "
+                               "in one stack on NumPy or on an NVIDIA GPU (pip install 'lysep\\[gpu]'), here or on dask "
                                "workers (--scheduler); docs/gpu.md"),
     dry_run: bool = Flag(False, "--dry-run", help="print the runs to do and their estimated CPU time from the "
                          "archive's rates; run, lock and write nothing"),
@@ -287,14 +287,15 @@ def verify(
     wanted = opt.solver_filter(solver, chosen)
     cell_set = None if cells is None else opt.cell_filter(cells, chosen)
     accepted = set() if accept is None else opt.accepted_cells(accept, chosen)
-    sel = load_selection(results, chosen, iterations, _warn)
+    # the weights pass names every broken seal itself; --against and --save-finals leave them out, warned
+    sel = load_selection(results, chosen, iterations, _warn, seals=against is not None or save_finals is not None)
     pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
     if not pool:
         raise nothing_to_show(results, chosen, sel)
     if cell_set is not None:
         opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
-                                 seed, cheapest, level, cell_set, allow_partial)
+                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out))
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 
@@ -307,12 +308,16 @@ def verify(
     elif against is not None:
         other, unreadable = verifier.other_archive(against, chosen, iterations, wanted, _warn)
         side = verifier.Against(other, against, (sum(sel.invalid.values()), unreadable), common_seeds,
-                                frozenset(accepted), allow_partial)
+                                frozenset(accepted), allow_partial, req.specs)
         bad = verifier.against(pool, side, results, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
     else:
         bad = verifier.run_verify(req, typer.echo, _say)
+    if against is not None:  # a record made otherwise than the spec asks: named, never dropped silently
+        for line in verifier.left_out_lines(sel.left_out):
+            typer.echo(line)
+        bad += len(sel.left_out)
     damaged = 0 if against is not None else sum(sel.invalid.values())  # --against counts them itself
     if damaged:  # an altered weights/history file, a broken JSON: the archive is not what it was
         typer.echo(f"{damaged} archived record(s) do not read (damaged or altered since written; named in the "
@@ -388,14 +393,15 @@ def plot(
     config: Config = None,
 ) -> None:
     """The paper's figures for each EXPERIMENT (PNG and PDF), with accuracy against cost."""
-    from lysep_cli.reports.plots import figure_dirs, plot_all
+    from lysep_cli.reports.plots import figure_dirs, plot_all, twins_of
     from lysep_cli.reports.selection import nothing_to_show
 
     chosen = opt.report_specs(config, experiments, results, out, iterations, out_is_dir=True)
     dirs = figure_dirs(results, [s.name for s in chosen], out)
     for d in dict.fromkeys(d for e, d in dirs.items() if e is not None or combined):
         opt.out_path(d, is_dir=True) if out is not None else opt.writable_dir(d, "--out")
-    sel, _ = _shown(results, chosen, iterations, named=True)
+    twins = twins_of(list(opt.load(config).values()), chosen)  # X-torch: series of their own in X's figure
+    sel, _ = _shown(results, chosen + twins, iterations, named=True)
     if any(not sel.of(s.name) for s in chosen):  # before any figure is written
         raise nothing_to_show(results, [s for s in chosen if not sel.of(s.name)], sel)
     for path in plot_all(sel, dirs, results, combined):
@@ -514,6 +520,29 @@ def study_poly_summary(
     sel, shown = _shown(results, chosen, None, named=True)
     studies = {s.name: read_runs(results / s.name / "study-poly-degree" / "runs.csv") for s in shown}
     typer.echo(hardness(shown, sel, studies), nl=False)
+
+
+@study_app.command("harder-summary", cls=opt.Command)
+@_guarded("nothing written")
+def study_harder_summary(
+    out: Optional[Path] = typer.Option(None, "--out", parser=path_value,
+                                       help="also write OUT/PROBLEM.md per problem and OUT/answer.md"),
+    results: Path = typer.Option(Path("results/harder"), "--results", parser=path_value, help="the suite's records"),
+    config: Config = None,
+) -> None:
+    """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
+    rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
+    from lysep_cli.reports.harder_summary import answer, gather, summarise
+    from lysep_cli.reports.selection import load_selection
+
+    chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
+    sel = load_selection(results, chosen, None, _warn)
+    by_problem = gather(chosen, sel.of)
+    if out is not None:
+        opt.out_path(out, True)
+        for path in summarise(by_problem, out):
+            _say(str(path))
+    typer.echo(answer(by_problem), nl=False)
 
 
 @study_app.command("kappa", cls=opt.Command)

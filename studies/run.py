@@ -172,16 +172,19 @@ STUDIES: dict[str, Study] = {
     "verify_power": Study(
         "lysep_cli/reports/cellstats.py, docs/reproducibility.md: power and false alarms of verify --against's cell rule",
         ("verify_power.md",),
-        ("{py} studies/verify_power.py results/paper results/paper-finals-2026-11.csv > {out}/verify_power.md",),
+        ("{py} studies/verify_power.py results/paper results/paper-finals-2026-11.csv > {out}/verify_power.md",
+         "{py} studies/verify_power.py --sizes results/paper results/paper-finals-2026-11.csv >> {out}/verify_power.md"),
         "a few CPU-minutes (simulated from the records, no reruns)"),
     "weights_spread": Study(
         "lysep_cli/reports/verify.py, docs/reproducibility.md: the weights pass's tolerance on another platform",
         ("weights_spread.txt",), ("{py} studies/weights_spread.py results/paper > {out}/weights_spread.txt",),
         "~3 CPU-minutes (952 records re-evaluated twice)"),
     "verify_plants": Study(
-        "docs/reproducibility.md: planted changes against lysep verify, before and after issue 38",
-        ("verify_plants.md",), ("{py} studies/verify_plants.py before=BEFORE after=. > {out}/verify_plants.md",),
-        "about a CPU-minute", inputs="a checkout of commit 7eba76a (BEFORE: `git worktree add BEFORE 7eba76a`)"),
+        "docs/reproducibility.md, docs/archive.md: planted changes against lysep verify, before and after issues 38 and 47",
+        ("verify_plants.md",), ("{py} studies/verify_plants.py before=BEFORE after=. > {out}/verify_plants.md",
+                                "{py} studies/verify_plants.py --issue47 before=BEFORE47 after=. >> {out}/verify_plants.md"),
+        "a few CPU-minutes", inputs="checkouts of commits 7eba76a (BEFORE: `git worktree add BEFORE 7eba76a`) "
+        "and 71c4bb1 (BEFORE47)"),
 }
 
 # files of studies/results/ made by lysep commands or on other machines, not by a module of studies/

@@ -8,10 +8,18 @@ on its own ``results/paper`` (the archive as that version keeps it: the same num
 edit the archive's finals file (``verify --save-finals``) and compare the archive against it; record
 plants edit a copy of the records of one experiment.  Nothing is rerun: about a minute in all.
 
-Backs: docs/reproducibility.md: planted changes against lysep verify, before and after issue 38.
-Regenerate: not run by make studies: its inputs are a checkout of commit 7eba76a (BEFORE: `git worktree
-    add BEFORE 7eba76a`) -> studies/results/verify_plants.md (studies/run.py holds the commands).
-Cost: about a CPU-minute.
+    python studies/verify_plants.py --issue47 before=/tmp/before47 after=.  >> studies/results/verify_plants.md
+
+``--issue47``: the plants of issue 47 (records copied, swapped, cut, moved, edited and resealed; a changed
+data.npz; a broken seal under table and compare; a 3-seed cell x2), made once by this checkout's record
+writer in a copy of elliptic-2d and checked by each version given (about 3 CPU-minutes for two versions).
+
+Backs: docs/reproducibility.md, docs/archive.md: planted changes against lysep verify, before and after issues
+    38 and 47.
+Regenerate: not run by make studies: its inputs are checkouts of commits 7eba76a (BEFORE: `git worktree
+    add BEFORE 7eba76a`) and 71c4bb1 (BEFORE47) -> studies/results/verify_plants.md (studies/run.py holds
+    the commands).
+Cost: a few CPU-minutes.
 """
 
 from __future__ import annotations
@@ -167,5 +175,185 @@ def main(*versions: str) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 47: records copied, swapped, cut, moved or edited and sealed again, in a copy of elliptic-2d.
+
+E2D = "elliptic-2d"
+
+
+def _reseal(src: Path, dst_root: Path, *, history=None, final=None, **changes) -> None:
+    """The record at ``src`` written under ``dst_root`` with ``changes`` (fields), another ``history`` or
+    ``final``: re-hashed and sealed by the writer of this checkout (records.write_record), as a careless or
+    dishonest rerun would leave it."""
+    from lysep_cli.store import records
+
+    rec, params = records.read_record(src), records.load_params(src.with_suffix(".npz"))
+    rec = rec.with_(history=rec.history if history is None else history, **changes)
+    if final is not None:
+        rec = rec.with_(final=final)
+    rec = rec.with_(weights_sha256=records.sha256(records.run_npz_bytes(params, rec.history)))
+    for f in records.record_paths(dst_root, *rec.cell):
+        f.unlink(missing_ok=True)
+    records.write_record(dst_root, rec, params)
+
+
+def _cell_dir(root: Path, solver: str, M: int) -> Path:
+    return root / E2D / solver / f"L3-M{M}"
+
+
+def _p47_copy(root, copy):
+    _reseal(_cell_dir(root, "lysep", 30) / "seed-3.json", copy, seed=4)
+
+
+def _p47_all_copies(root, copy):
+    for s in range(10):
+        if s != 3:
+            _reseal(_cell_dir(root, "lysep", 30) / "seed-3.json", copy, seed=s)
+
+
+def _p47_swap(solver):
+    def plant(root, copy):
+        _reseal(_cell_dir(root, solver, 30) / "seed-3.json", copy, seed=7)
+        _reseal(_cell_dir(root, solver, 30) / "seed-7.json", copy, seed=3)
+    return plant
+
+
+def _p47_cut(finals_at_cut: bool):
+    def plant(root, copy):
+        from lysep_cli.store import records
+        from lysep_cli.store.schema import Final
+
+        src = _cell_dir(root, "lysep", 30) / "seed-2.json"
+        rec = records.read_record(src)
+        cut = {k: None if v is None else v[:1001] for k, v in rec.history.items()}
+        if finals_at_cut:
+            _reseal(src, copy, history=cut, iterations_done=1000,
+                    final=Final(cut["J"][-1], cut["J_S"][-1], rec.final.l2))
+        else:
+            _reseal(src, copy, history=cut)
+    return plant
+
+
+def _p47_moved(root, copy):
+    shutil.rmtree(copy / E2D / "lysep")
+    for s in range(10):
+        for a, b in ((30, 50), (50, 30)):
+            _reseal(_cell_dir(root, "lysep", a) / f"seed-{s}.json", copy, M=b)
+    for M in (80, 100):
+        shutil.copytree(_cell_dir(root, "lysep", M), _cell_dir(copy, "lysep", M))
+
+
+def _p47_settings(root, copy):
+    from lysep_cli.store import records
+
+    src = _cell_dir(root, "lysep", 30) / "seed-5.json"
+    rec = records.read_record(src)
+    _reseal(src, copy, settings={**rec.settings, "tau": rec.settings["tau"] * 10})
+
+
+def _p47_iterations(root, copy):
+    _reseal(_cell_dir(root, "pinn", 30) / "seed-5.json", copy, iterations=1999)
+
+
+def _p47_data(root, copy):
+    import numpy as np
+
+    from lysep_cli.store import records
+
+    path = copy / E2D / "data.npz"
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["train"] = arrays["train"] * (1 + 1e-9)
+    path.write_bytes(records.npz_bytes(arrays))
+
+
+def _p47_unsealed_x10(root, copy):
+    path = _cell_dir(copy, "lysep", 30) / "seed-4.json"
+    obj = json.loads(path.read_text())
+    obj["final"]["J"] *= 10
+    path.write_text(json.dumps(obj, indent=1) + "\n")
+
+
+def _p47_small_x2(root, copy):
+    from lysep_cli.store import records
+
+    for s in range(3):
+        src = _cell_dir(root, "pinn-adam", 30) / f"seed-{s}.json"
+        rec = records.read_record(src)
+        _reseal(src, copy, final=rec.final.__class__(rec.final.J * 2, rec.final.J_S, rec.final.l2))
+
+
+#: (plant, its function, the checks run on it: (label, verify args or a report command, the needle of its line))
+PLANTS_47 = [
+    ("identical copy of elliptic-2d", lambda root, copy: None, "all"),
+    ("seed 4 := a copy of seed 3 (seed field changed, resealed): lysep 3 30", _p47_copy, "lysep"),
+    ("all ten seeds copies of seed 3 (resealed): lysep 3 30", _p47_all_copies, "lysep"),
+    ("seeds 3 and 7 swapped (resealed): lysep 3 30", _p47_swap("lysep"), "lysep"),
+    ("seeds 3 and 7 swapped (resealed): pinn 3 30", _p47_swap("pinn"), "pinn"),
+    ("history cut at 1000, iterations_done left at 2000: lysep 3 30 seed 2", _p47_cut(False), "lysep"),
+    ("history cut at 1000, finals taken at 1000 (iterations_done 1000): lysep 3 30 seed 2", _p47_cut(True), "lysep"),
+    ("M = 30 and M = 50 folders exchanged (M fields edited, resealed): lysep", _p47_moved, "lysep"),
+    ("settings edited (tau x10, resealed): lysep 3 30 seed 5", _p47_settings, "lysep"),
+    ("iterations edited (1999, resealed): pinn 3 30 seed 5", _p47_iterations, "pinn"),
+    ("data.npz changed (training points x(1+1e-9))", _p47_data, "all"),
+    ("final J x10, seal left broken: lysep 3 30 seed 4", _p47_unsealed_x10, "report"),
+    ("3-seed cell, every J x2 (resealed): pinn-adam 3 30", _p47_small_x2, "pinn-adam"),
+]
+
+
+def _needle(output: str) -> str:
+    """The first line that names a failure (else the last line)."""
+    for key in ("MISMATCH", "DIFFERS", "PARTIAL", "MISSING", "invalid run record", "do not read"):
+        hits = [l for l in output.splitlines() if key in l and not l.startswith("cell by cell")]
+        if hits:
+            return hits[0][:200]
+    lines = output.strip().splitlines()
+    return lines[-1][:200] if lines else ""
+
+
+def _cmd(root: Path, args: list[str]) -> tuple[int, str]:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-m", "lysep_cli.cli", *args], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=900)
+    return out.returncode, out.stdout + out.stderr
+
+
+def _checks(kind: str, copy: Path, archive: Path) -> list[tuple[str, list[str]]]:
+    if kind == "report":
+        return [(c, [c, E2D, "--results", str(copy)] + (["--format", "markdown"] if c == "table" else []))
+                for c in ("table", "compare")]
+    solver = [] if kind == "all" else ["--solver", kind]
+    weights = ("verify --weights", ["verify", E2D, "--weights", "--all", *solver, "--results", str(copy)])
+    against = ("verify --against", ["verify", E2D, *solver, "--against", str(copy), "--results", str(archive)])
+    if kind == "pinn-adam":  # a small cell: before, PARTIAL (too few seeds), which --allow-partial lets pass
+        return [("verify --against --allow-partial", against[1] + ["--allow-partial"])]
+    return [weights, against]
+
+
+def main47(*versions: str, only: str = "") -> None:
+    """The plants of issue 47, each made once (this checkout's writer) in a copy of elliptic-2d and checked by
+    every version given; a table row per plant and check (``only``: the plants whose name holds it)."""
+    roots = {label: Path(root).resolve() for label, root in (v.split("=", 1) for v in versions)}
+    archive = Path("results/paper").resolve()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        for name, plant, kind in (p for p in PLANTS_47 if only in p[0]):
+            copy = Path(tmp_dir) / "copy"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(archive / E2D, copy / E2D)
+            plant(archive, copy)
+            for check, args in _checks(kind, copy, archive):
+                rows.append((name, check, [_cmd(root, args) for root in roots.values()]))
+    labels = list(roots)
+    print("| plant | check | " + " | ".join(f"{l}: exit" for l in labels) + " | "
+          + " | ".join(f"{l}: line" for l in labels) + " |\n|" + "---|" * (2 + 2 * len(labels)))
+    for name, check, outs in rows:
+        print(f"| {name} | {check} | " + " | ".join(str(c) for c, _ in outs) + " | "
+              + " | ".join(_needle(o).replace("|", "/") for _, o in outs) + " |")
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1:2] == ["--issue47"]:
+        main47(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])

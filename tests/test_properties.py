@@ -12,9 +12,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from hypothesis import HealthCheck, event, given, settings
-from hypothesis import strategies as st
+
+pytest.importorskip("hypothesis")  # skipped where it is not installed: `pytest -m gpu tests` must collect
+
+from hypothesis import HealthCheck, event, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from typer.testing import CliRunner
 
 from lysep_cli.store import records

@@ -301,6 +301,7 @@ def test_an_archive_with_one_cells_J_tripled_fails_against(two_archives, tmp_pat
         obj = json.loads(path.read_text())
         obj["final"]["J"] *= 3
         path.write_text(json.dumps(obj))
+        path.write_text(records.record_text(records.read_record(path)))  # resealed: the cell rule must see it
     r = _cli(config, here, "--against", str(copy))
     assert r.exit_code == 1, r.output
     assert "DIFFERS   elliptic-2d pinn L3-M6: n 6/6; J" in r.output and "(x3" in r.output

@@ -326,7 +326,7 @@ def input_adjoints(xp: Any, W: Array, ga: Array, gd: Array, gQ: Array, prev: Lay
     WT = _T(xp, W)
     Hd = xp.matmul(WT[:, None], gd)
     HQ = xp.matmul(WT[:, None], gQ) if plan.n_groups else None
-    ga_prev = xp.einsum("sjmn,sjmn->smn", d, Hd)
+    ga_prev = xp.sum(xp.multiply(d, Hd), axis=1)  # sum_j d_j Hd_j, in j's order (einsum's bits on NumPy)
     ga_prev *= s.s2
     ga_prev += s.s1 * xp.matmul(WT, ga)
     c = plan.singles if HQ is not None else None
@@ -362,19 +362,19 @@ def first_layers_backward(xp: Any, W2: Array, ga: Array, gd: Array, gQ: Array, l
     gd2 = gd.reshape(S, n_in * M, N)
     P_d = xp.matmul(gd2, _T(xp, s.s1)).reshape(S, n_in, M, -1)
     gW2 = xp.matmul(ga, _T(xp, s.s0))
-    gW2 += xp.einsum("sjkm,smj->skm", P_d, w1)
+    gW2 += xp.sum(xp.multiply(P_d, _T(xp, w1)[:, :, None, :]), axis=1)  # sum_j P_d[j] w1[:, j]
     ga1 = s.s1 * xp.matmul(_T(xp, W2), ga)
     ga1 += s.s2 * xp.matmul(_T(xp, A_d), gd2)
-    gW1_d = xp.einsum("skm,sjkm->smj", W2, P_d)
+    gW1_d = _T(xp, xp.sum(xp.multiply(W2[:, None], P_d), axis=2))  # sum_k W2[k, m] P_d[j, k, m], (S, M, n_in)
     if n_g:
         gQ2 = gQ.reshape(S, n_g * M, N)
         P_Q = xp.matmul(gQ2, _T(xp, s.s2)).reshape(S, n_g, M, -1)
-        gW2 += xp.einsum("sgkm,smg->skm", P_Q, first.w1sq)
+        gW2 += xp.sum(xp.multiply(P_Q, _T(xp, first.w1sq)[:, :, None, :]), axis=1)
         ga1 += s.s3 * xp.matmul(_T(xp, A_Q), gQ2)
         S_in = np.flatnonzero(plan.group_of >= 0)
         c = channels(S_in)  # a view when the inputs with second derivatives are consecutive: no copies
         view = gW1_d[:, :, c]
-        view += 2.0 * w1[:, :, c] * xp.einsum("skm,sgkm->smg", W2, P_Q)[:, :, plan.group_of[S_in]]
+        view += 2.0 * w1[:, :, c] * _T(xp, xp.sum(xp.multiply(W2[:, None], P_Q), axis=2))[:, :, plan.group_of[S_in]]
         if not isinstance(c, slice):
             gW1_d[:, :, c] = view
     gW1 = xp.matmul(ga1, Z.T) + gW1_d

@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq, partials, trials
+from lysep_cli.accel import engine, lstsq, padding, partials, trials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.partials import _sumall
@@ -86,6 +86,12 @@ def _per_seed(x: Array, ndim: int) -> Array:
     return x.reshape((x.shape[0],) + (1,) * (ndim - 1))
 
 
+def _squares(xp: Any, x: Array) -> Array:
+    """sum_m x[..., m, n]^2, (..., M, N) -> (..., N), m in order (np.einsum("...mn,...mn->...n")'s bits on NumPy;
+    on CuPy two kernels, where its einsum copies both operands to a transposed layout and calls matmul)."""
+    return xp.sum(xp.multiply(x, x), axis=-2)
+
+
 class State:
     """The variables of the depth-L model for S seeds, by name, with the caches of loss.LySepState
     (sigma^(k)(a_l), the per-sample norms, B, the weights), dropped when a variable they depend on changes."""
@@ -107,10 +113,10 @@ class State:
         return self._cached(("sig", l), lambda: engine.sigma.values(self.xp, self.v[f"a{l}"]))
 
     def nd(self, l: int) -> Array:
-        return self._cached(("nd", l), lambda: self.xp.einsum("sjmn,sjmn->sjn", self.v[f"d{l}"], self.v[f"d{l}"]))
+        return self._cached(("nd", l), lambda: _squares(self.xp, self.v[f"d{l}"]))
 
     def nq(self, l: int) -> Array:
-        return self._cached(("nq", l), lambda: self.xp.einsum("sjmn,sjmn->sjn", self.v[f"q{l}"], self.v[f"q{l}"]))
+        return self._cached(("nq", l), lambda: _squares(self.xp, self.v[f"q{l}"]))
 
     def layer(self, l: int) -> Layer:
         return Layer(self.v[f"a{l}"], self.sig(l), self.v[f"d{l}"], self.v[f"q{l}"] if l >= 2 else None)
@@ -247,7 +253,7 @@ class Terms:
     def E(self, name: str) -> Array:
         if name not in self._E:
             e = self.e[name]
-            self._E[name] = self.xp.einsum("...mn,...mn->...n", e, e)
+            self._E[name] = _squares(self.xp, e)
         return self._E[name]
 
 
@@ -688,7 +694,8 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
                   settings: Settings | dict[str, Any], iterations: int,
                   progress: Callable[[int, np.ndarray], None] | None = None, sync_every: int = 1,
                   checkpoint: Checkpoint | None = None, w_solve: str | None = None,
-                  w_workers: int | None = None, trial_batch: int | None = None) -> list[SolveResult]:
+                  w_workers: int | None = None, trial_batch: int | None = None,
+                  stack_to: int | None = None) -> list[SolveResult]:
     """algorithm.solve for every network of ``params0`` (one per seed), stacked: one SolveResult per seed,
     the CPU solver's bit for bit with ``w_solve`` "host" (timings are the stack's).  ``checkpoint``: the
     stack's, resumed from when it holds this stack's state and saved as it comes due; the results are the
@@ -697,9 +704,13 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     ``w_workers``: threads for the per-seed host solves (None: one per usable CPU, at most one per seed);
     ``trial_batch``: a block's first k backtracking trials evaluated at once (accel/trials.py; None: the
     device's default, 1 on NumPy, 2 on CuPy; every seed's result is the k = 1 run's), recorded as
-    ``diagnostics.trial_batch``."""
+    ``diagnostics.trial_batch``; ``stack_to``: the stack padded to a multiple of it (accel/padding.py; None:
+    the device's default, 1 on NumPy, 10 on CuPy), recorded as ``diagnostics.padded_stack`` when it padded."""
     s = Settings.coerce(settings)
     xp = be.xp
+    n_real = len(params0)
+    params0 = padding.padded(params0, padding.stack_size(xp, stack_to))
+    progress = padding.real_seeds(progress, n_real)
     ld = Data.of(be, data)
     host = ld.host
     pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
@@ -766,7 +777,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     params = it.params()
     sweeps = len(hist_J) - 1
     out = []
-    for i in range(S):
+    for i in range(n_real):  # the padding's copies dropped
         n = sweeps + 1 if lp["diverged_at"][i] < 0 else int(lp["diverged_at"][i]) + 1
         HJ, HJS = [float(h[i]) for h in hist_J[:n]], [float(h[i]) for h in hist_JS[:n]]
         result = _result(i, params[i], params0[i], HJ, HJS, int(lp["diverged_at"][i]), it, s, L, factor, C, problem,
@@ -774,6 +785,8 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
                          lp["cond_first"][i], meta["rank_first"][i], meta["rank_min"][i], seconds / max(1, sweeps))
         if meta["resumed_at"]:
             result.diagnostics.update(resumed_at_sweeps=meta["resumed_at"], seconds_before_resume=list(before))
+        if S > n_real:
+            result.diagnostics["padded_stack"] = S
         out.append(result)
     return out
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, sigma
+from lysep_cli.accel import engine, padding, sigma
 from lysep_cli.accel.backend import Backend
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
@@ -44,14 +44,19 @@ def unstack(backend: Backend, params: engine.StackedParams) -> list[Params]:
 
 def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], settings: Settings | dict[str, Any],
                   iterations: int, progress: StackProgress | None = None,
-                  sync_every: int = SYNC_EVERY) -> list[SolveResult]:
+                  sync_every: int = SYNC_EVERY, stack_to: int | None = None) -> list[SolveResult]:
     """Gradient descent on J for each network of ``params0`` (one per seed), stacked; one
     :class:`SolveResult` per seed, in order, as :func:`lysep_cli.solvers.pinn.solve` returns it.
+    ``stack_to``: the stack padded to a multiple of it (accel/padding.py; None: the device's default, 1 on
+    NumPy, 10 on CuPy), recorded as ``diagnostics.padded_stack`` when it padded.
 
     history["J"] of a seed: J at its initial network, then after each step (iterations + 1 entries), cut
     after its first non-finite value.
     """
     xp = backend.xp
+    n = len(params0)
+    params0 = padding.padded(params0, padding.stack_size(xp, stack_to))
+    progress = padding.real_seeds(progress, n)
     schedule = Settings.coerce(settings).schedule(iterations)
     plan = engine.StackedPlan.of(xp, ChannelPlan.build(data.coef))
     Z, Y = backend.asarray(data.Z), backend.asarray(data.Y)
@@ -74,7 +79,10 @@ def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], s
                 break
     history = np.full((iterations + 1, S), np.nan)
     history[:len(Js)] = backend.host(xp.stack(Js))
-    return [_result(p, h) for p, h in zip(unstack(backend, params), history.T)]
+    out = [_result(p, h) for p, h in zip(unstack(backend, params)[:n], history.T[:n])]
+    for result in out if S > n else ():
+        result.diagnostics["padded_stack"] = S
+    return out
 
 
 MASKED_STEP = r"""

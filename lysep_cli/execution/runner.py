@@ -251,6 +251,10 @@ def plan_runs(spec: ExperimentSpec, solvers: list[str],
                     plan.invalid.append((key, f"{json_path}: {exc}"))
                     plan.todo.append(key)
                     continue
+                if records.seal_state(rec) == "broken":  # a number edited by hand: redone, as a damaged NPZ
+                    plan.invalid.append((key, f"{json_path}: {records.SEAL_BROKEN}"))
+                    plan.todo.append(key)
+                    continue
                 if differences(rec, want):
                     plan.conflicts.append((key, json_path, describe_difference(rec, want)))
                     if force:
@@ -283,7 +287,7 @@ def identical_run(results_dir: str | Path, experiment: str, key: RunKey, want: E
             rec = records.read_record(json_path)
         except RecordError:
             continue
-        if not differences(rec, want):
+        if not differences(rec, want) and records.seal_state(rec) != "broken":
             return json_path
     return None
 

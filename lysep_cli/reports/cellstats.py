@@ -60,6 +60,10 @@ SEED_BOUND = 1e-3
 MIN_PAIRED = 8
 #: runs per side the U test needs to reach p < ALPHA (two-sided exact p >= 2 / C(2n, n))
 MIN_UNPAIRED = 5
+#: a paired cell with fewer seeds than the signed-rank test needs is judged seed by seed (its solvers are
+#: deterministic per seed): it DIFFERS when every seed's J, or every seed's l2, moved this factor or more the
+#: same way (measured: studies/results/verify_power.md, power per cell size)
+SMALL_CELL_FACTOR = 1.5
 #: solvers judged seed by seed when the seeds match (their final values move by round-off only:
 #: 1.3e-13 (PINN) and 1.2e-4 (rfls, 2-D l2) between the archive and the finals of the code before it)
 SEED_BOUND_SOLVERS = frozenset({"pinn", "rfls"})
@@ -226,6 +230,20 @@ def regime_changes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return ~both_inf & ((b / a >= REGIME) | (a / b >= REGIME) | np.isinf(a) | np.isinf(b))
 
 
+def seed_by_seed(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The small-cell rule of one quantity, per cell of a batch: ``a``, ``b`` (B, n) the values of the same
+    seeds; returns ((B,) whether every seed moved :data:`SMALL_CELL_FACTOR` or more the same way, (B, n) the
+    per-seed ratios b / a).  A non-finite value takes no part (the regime rule judges it)."""
+    la, lb = _logs(a), _logs(b)
+    with np.errstate(invalid="ignore"):
+        d = np.where(np.isfinite(la) & np.isfinite(lb), lb - la, np.nan)
+        bound = math.log(SMALL_CELL_FACTOR) * (1 - 1e-12)  # x1.5 itself counts
+        up = np.where(np.isnan(d), False, d >= bound).all(axis=1)
+        down = np.where(np.isnan(d), False, d <= -bound).all(axis=1)
+    has = np.isfinite(d).any(axis=1)
+    return (up | down) & has, np.exp(d)
+
+
 # ---------------------------------------------------------------------------------------------
 # One cell.
 
@@ -288,11 +306,12 @@ class CellComparison:
     split_alarms: float | None = None  # of a cell that differs: :func:`split_alarm_rate`
     mode: str = "unpaired"
     partial: tuple[str, ...] = ()  # why the comparison cannot decide (missing seeds, too few)
+    small: tuple[str, ...] = ()  # of a small paired cell judged seed by seed: the quantities that moved
 
     def reasons(self) -> list[str]:
         out = [f"seed {s} changed regime (J x{jb / ja:.3g})" if math.isfinite(ja) and math.isfinite(jb)
                else f"seed {s} finite on one side only" for s, ja, jb in self.moved]
-        return out + [r for t in self.tests for r in t.reasons()]
+        return out + list(self.small) + [r for t in self.tests for r in t.reasons()]
 
     @property
     def verdict(self) -> str:
@@ -385,13 +404,23 @@ def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> 
             f"{', '.join(map(str, s))} only on the {side} side" for s, side in ((only_a, "reference"),
                                                                                  (only_b, "other")) if s))
     identical = same and all(_values(a, q) == _values(b, q) for q in QUANTITIES)
+    small: list[str] = []
     if too_few(mode, len(a), len(b)) and not identical:  # bit-identical seeds need no test
         need = MIN_PAIRED if mode == "paired" else MIN_UNPAIRED
-        partial.append(f"too few: {min(len(a), len(b))} seed(s), the {mode} test needs {need} to reach "
-                       f"p < {ALPHA:g}")
+        text = f"too few: {min(len(a), len(b))} seed(s), the {mode} test needs {need} to reach p < {ALPHA:g}"
+        if mode == "paired":  # deterministic per seed: each seed judged on its own
+            text += (f"; judged seed by seed instead (differs when every seed's J or l2 moves "
+                     f"x{SMALL_CELL_FACTOR:g} or more the same way)")
+            for q in QUANTITIES:
+                hit, ratios = seed_by_seed(np.array([_values(a, q)]), np.array([_values(b, q)]))
+                if hit[0]:
+                    small.append(f"seed by seed ({len(a)} seed(s), too few for the signed-rank test): every "
+                                 f"seed's {q} moved the same way, " + ", ".join(
+                                     f"seed {s} x{x:.3g}" for s, x in zip(seeds_a, ratios[0])))
+        partial.append(text)
     tests = tuple(compare_quantity(_values(a, q), _values(b, q), q, mode, seeds_a) for q in QUANTITIES)
     comparison = CellComparison(cell, len(a), len(b), tests, same, _moved_seeds(a, b), mode=mode,
-                                partial=tuple(partial))
+                                partial=tuple(partial), small=tuple(small))
     if comparison.verdict == "DIFFERS":
         live = [q for q, t in zip(QUANTITIES, tests) if math.isfinite(t.gm_a)]  # quantities with values
         comparison = replace(comparison, split_alarms=split_alarm_rate([_values(a, q) for q in live],

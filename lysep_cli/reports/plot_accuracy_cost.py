@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 
 from lysep_cli.reports.accuracy_cost import (QUANTITIES, Series, along, machines_note, medians, pareto_front,
                                              published_levels, solver_series)
-from lysep_cli.reports.figures import Drawn, is_seed_free, looks, plt, save
+from lysep_cli.reports.figures import LOOKS, Drawn, is_seed_free, looks, plt, save
 from lysep_cli.reports.selection import display_name, solver_key
 from lysep_cli.store.schema import RunRecord
 
@@ -64,8 +64,9 @@ def _series_label(s: Series) -> str:
 
 
 def draw_panel(ax, series: dict[str, Series], quantity: str, levels: dict[str, list[float]],
-               styles: dict[str, tuple[str, str, str]]) -> Panel:
-    """One log-log panel of ``quantity`` against CPU seconds; what it drew."""
+               styles: dict[str, tuple[str, str, str]], hollow: frozenset[str] | set[str] = frozenset()) -> Panel:
+    """One log-log panel of ``quantity`` against CPU seconds (the series named in ``hollow``: open markers,
+    dashed); what it drew."""
     for s in series.values():
         if not s.points:
             continue
@@ -74,7 +75,8 @@ def draw_panel(ax, series: dict[str, Series], quantity: str, levels: dict[str, l
         y = np.array([p.value(quantity) for p in s.points]).T
         ax.errorbar(x[1], y[1], xerr=[x[1] - x[0], x[2] - x[1]], yerr=[y[1] - y[0], y[2] - y[1]],
                     color=colour, marker=marker, markersize=4.5 if marker != "*" else 6, linewidth=0.7,
-                    elinewidth=0.6, capsize=0, alpha=0.9, zorder=3)
+                    elinewidth=0.6, capsize=0, alpha=0.9, zorder=3,
+                    **({"markerfacecolor": "white", "linestyle": "--"} if s.solver in hollow else {}))
     costs, errors, who = medians(series, quantity)
     idx = pareto_front(costs, errors) if costs.size else np.array([], dtype=int)
     front_xy = np.column_stack([costs[idx], errors[idx]]) if idx.size else np.zeros((0, 2))
@@ -128,13 +130,14 @@ def _figure(nrows: int, ncols: int, panel: tuple[float, float], n_labels: int, l
     return fig, top, axes, key
 
 
-def _key_handles(solvers: dict[str, str], styles, paper: list[str]):
+def _key_handles(solvers: dict[str, str], styles, paper: list[str], hollow: frozenset[str] | set[str] = frozenset()):
     """Legend entries: each solver (its label given), the front, the paper's levels."""
     handles, labels = [], []
     for s, label in solvers.items():
         colour, marker, _ = styles[s]
         handles.append(Line2D([], [], color=colour, marker=marker, linewidth=0.7,
-                              markersize=4.5 if marker != "*" else 6))
+                              markersize=4.5 if marker != "*" else 6,
+                              **({"markerfacecolor": "white", "linestyle": "--"} if s in hollow else {})))
         labels.append(label)
     handles.append(Line2D([], [], color=FRONT_COLOUR, linewidth=2.2, alpha=0.35))
     labels.append("front: best accuracy at each cost")
@@ -146,17 +149,51 @@ def _key_handles(solvers: dict[str, str], styles, paper: list[str]):
     return handles, labels
 
 
+TWIN_NOTE = " (torch init)"
+
+
+def twin_looks(series: dict[str, Series]) -> tuple[dict[str, tuple[str, str, str]], set[str]]:
+    """Styles of ``series`` (:func:`looks`), a twin's series ("LySep (torch init)") in its solver's colour and
+    marker, drawn hollow; and the names of the hollow ones."""
+    base = {f"{display_name(s)}{TWIN_NOTE}": s for s in LOOKS}
+    styles = looks([s for s in series if s not in base])
+    hollow = {s for s in series if s in base}
+    for s in hollow:
+        styles[s] = looks([base[s]])[base[s]]
+    return styles, hollow
+
+
+def with_twin(series: dict[str, Series], twin: dict[str, Series]) -> dict[str, Series]:
+    """``series`` with each of ``twin``'s (the ``-torch`` twin's solvers) after its solver, as its own series
+    named "<solver> (torch init)"."""
+    out = {}
+    for s, v in series.items():
+        out[s] = v
+        if s in twin:
+            name = f"{display_name(s)}{TWIN_NOTE}"
+            out[name] = Series(name, twin[s].along, twin[s].points, twin[s].machines)
+    for s, v in twin.items():
+        if s not in series:
+            name = f"{display_name(s)}{TWIN_NOTE}"
+            out[name] = Series(name, v.along, v.points, v.machines)
+    return out
+
+
 def plot_accuracy_cost(records: list[RunRecord], experiment: str, out_dir: Path,
-                       poly_study: pd.DataFrame | None = None) -> Drawn:
-    """``<experiment>-accuracy-cost``: ℓ2 and J against CPU seconds (two panels); what it drew."""
+                       poly_study: pd.DataFrame | None = None, twin: list[RunRecord] | None = None) -> Drawn:
+    """``<experiment>-accuracy-cost``: ℓ2 and J against CPU seconds (two panels); what it drew.  ``twin``:
+    the records of ``<experiment>-torch``, each solver a series of its own ("LySep (torch init)")."""
     series = solver_series(records, poly_study)
-    styles = looks(series)
+    if twin:
+        series = with_twin(series, solver_series(twin))
+    styles, hollow = twin_looks(series)
     levels = {q: published_levels(experiment, q) for q in QUANTITIES}
-    handles, labels = _key_handles({s: _series_label(v) for s, v in series.items()}, styles, list(levels["l2"]))
+    handles, labels = _key_handles({s: _series_label(v) for s, v in series.items()}, styles, list(levels["l2"]),
+                                   hollow)
     fig, top, axes, key = _figure(1, 2, (3.5, 3.3), len(labels), 2, _caption(series, 150, bool(levels["l2"])))
     panels = {}
     for i, (ax, q) in enumerate(zip(axes.flat, QUANTITIES)):
-        panels[q] = draw_panel(ax, series, q, levels[q], styles)
+        panels[q] = draw_panel(ax, series, q, levels[q], styles, hollow)
         ax.set_title(f"({'ab'[i]}) {QUANTITIES[q]}")
     key.legend(handles, labels, loc="upper center", ncols=2, frameon=False)
     top.suptitle(f"{experiment}: accuracy against cost, every solver of the records")

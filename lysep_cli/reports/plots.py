@@ -39,6 +39,7 @@ from lysep_cli.reports.plot_accuracy_cost import plot_accuracy_cost, plot_accura
 from lysep_cli.reports.accuracy_cost import poly_degree, read_poly_study
 from lysep_cli.reports.selection import Selection, bound_violations, display_name, finite_number, solver_key
 from lysep_cli.solvers import PAPER_SOLVERS
+from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store.schema import RunRecord
 
 J_COLOUR, JS_COLOUR, BOUND_COLOUR = "tab:blue", "tab:orange", "black"
@@ -203,6 +204,25 @@ def _spread_labels(ax, levels: list[Level], colours: dict[str, str]) -> None:
                                                       shrinkA=0, shrinkB=0) if moved else None)
 
 
+#: a panel's J axis reaches at most this factor above the largest J of the runs that did not diverge
+DIVERGED_HEADROOM = 1e3
+
+
+def _cap_diverged(ax, recs: list[RunRecord]) -> None:
+    """Where a diverged run's J climbs far above the others (to 1e290: beyond what a log axis can tick), the
+    axis stops ``DIVERGED_HEADROOM`` above the largest J of the runs that finished; the diverged curves leave
+    the panel at the top.  Nothing changes in a panel without a diverged run."""
+    ok = [_series(r.history.get("J")) for r in recs if r.ok]
+    tops = [float(np.nanmax(J)) for J in ok if J is not None and np.isfinite(J).any()]
+    if not tops or all(r.ok for r in recs):
+        return
+    cap = max(tops) * DIVERGED_HEADROOM
+    if ax.get_ylim()[1] > cap:
+        low = float(ax.dataLim.y0)  # the autoscaled bottom had a margin in proportion to the 1e290 top
+        bottom = low / (cap / low) ** 0.05 if 0 < low < cap else ax.get_ylim()[0]
+        ax.set_ylim(bottom=max(bottom, ax.get_ylim()[0]), top=cap)
+
+
 def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn:
     """Figure (a): J versus iteration for every solver that iterates, all seeds, one panel per (L, M); the
     one-shot solvers as levels of their final J (:func:`one_shot`).  What it drew: {(L, M): LossPanel}."""
@@ -244,6 +264,7 @@ def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn
                 ax.axhspan(min(lv.values), max(lv.values), color=colour, alpha=0.18, linewidth=0, zorder=1)
             ax.axhline(lv.median, color=colour, linestyle=style, linewidth=1.0, zorder=4)  # over the curves
             panel.levels.append(lv)
+        _cap_diverged(ax, [r for r in records if (r.L, r.M) == (L, M) and r.solver not in shots])
         ax.set_ylabel("$J$")
         drawn[(L, M)] = panel
     for (L, M), ax in axes.items():
@@ -329,11 +350,13 @@ def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, s
 
 
 def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path,
-                    poly_study: pd.DataFrame | None = None) -> list[Path]:
+                    poly_study: pd.DataFrame | None = None, twin: list[RunRecord] | None = None) -> list[Path]:
     """Write the figures of ``experiment`` from ``records`` (PNG and PDF) under ``out_dir``; their paths.
 
     Figures (b) and (c) need LySep runs and are skipped without them; ``poly_study``: poly's degree study
     (:func:`lysep_cli.reports.accuracy_cost.read_poly_study`), its degrees in the accuracy-cost figure.
+    ``twin``: the records of its twin ``<experiment>-torch`` (the same problem under nn.Linear's
+    initialisation, docs/harder.md), drawn as their own series in the accuracy-cost figure.
     ValueError when ``records`` holds no run of the experiment.
     """
     records = [r for r in records if r.experiment == experiment]
@@ -346,7 +369,7 @@ def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path,
         if any(r.solver == "lysep" for r in records):
             paths += plot_loss_js(records, experiment, out_dir).paths
             paths += plot_bound_ratio(records, experiment, out_dir).paths
-        paths += plot_accuracy_cost(records, experiment, out_dir, poly_study).paths
+        paths += plot_accuracy_cost(records, experiment, out_dir, poly_study, twin).paths
     return paths
 
 
@@ -371,6 +394,16 @@ def figure_dirs(results: Path, experiments: list[str], out: Path | None) -> dict
     return dirs
 
 
+#: the suffix of an experiment's twin under nn.Linear's initialisation (docs/harder.md)
+TWIN = "-torch"
+
+
+def twins_of(every: list[ExperimentSpec], chosen: list[ExperimentSpec]) -> list[ExperimentSpec]:
+    """The twins ``X-torch`` of ``every`` whose ``X`` is in ``chosen`` and that are not chosen themselves."""
+    names = {s.name for s in chosen}
+    return [s for s in every if s.name.endswith(TWIN) and s.name[:-len(TWIN)] in names and s.name not in names]
+
+
 def plot_all(sel: Selection, dirs: dict[str | None, Path], results: Path, combined: bool) -> Iterator[Path]:
     """The figures of every experiment of ``dirs`` (:func:`figure_dirs`) from ``sel``, then (``combined``)
     their accuracy against cost in one figure; each path as it is written.  poly's degree studies are
@@ -378,7 +411,8 @@ def plot_all(sel: Selection, dirs: dict[str | None, Path], results: Path, combin
     names = [e for e in dirs if e is not None]
     studies = {e: read_poly_study(results, e) for e in names}
     for e in names:
-        yield from plot_experiment(sel.of(e), e, dirs[e], studies[e])
+        twin = [] if e + TWIN in names else sel.of(e + TWIN)
+        yield from plot_experiment(sel.of(e), e, dirs[e], studies[e], twin)
     if combined:
         yield from plot_combined({e: sel.of(e) for e in names}, dirs[None], studies)
 

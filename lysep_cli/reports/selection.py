@@ -32,7 +32,7 @@ from lysep_cli.solvers import PAPER_SOLVERS
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store.layout import RunPath
 from lysep_cli.store.records import Loaded, load_records
-from lysep_cli.store.schema import RunRecord, differences, expected
+from lysep_cli.store.schema import RunRecord, describe_difference, differences, expected
 
 #: published model name -> our solver name
 PAPER_MODELS = {"PINN": "pinn", "LySep": "lysep"}
@@ -128,6 +128,8 @@ class Selection:
     excluded : experiment -> reason (a key of REASONS) -> number of valid records left out.
     excluded_iterations : experiment -> iteration count -> records left out for their iterations alone.
     invalid : experiment -> number of record files that did not parse or validate.
+    left_out : (record, how it differs from the spec) of every valid record left out (``lysep verify``
+        names each).
     """
 
     records: list[RunRecord] = field(default_factory=list)
@@ -135,6 +137,7 @@ class Selection:
     excluded: dict[str, Counter] = field(default_factory=dict)
     excluded_iterations: dict[str, Counter] = field(default_factory=dict)
     invalid: dict[str, int] = field(default_factory=dict)
+    left_out: list[tuple[RunRecord, str]] = field(default_factory=list)
 
     def of(self, experiment: str) -> list[RunRecord]:
         return [r for r in self.records if r.experiment == experiment]
@@ -177,6 +180,7 @@ def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None =
         why = ["solver"] if want is None else differences(rec, want)
         if why:
             sel.excluded[rec.experiment][why[0]] += 1
+            sel.left_out.append((rec, REASONS["solver"] if want is None else describe_difference(rec, want)))
             if why == ["iterations"]:
                 sel.excluded_iterations[rec.experiment][rec.iterations] += 1
         else:
@@ -315,10 +319,11 @@ class NothingToShow(Exception):
 
 
 def load_selection(results: Path, chosen: list[ExperimentSpec], iterations: int | None,
-                   warn: Callable[[str], None]) -> Selection:
-    """Load and check the records of ``chosen`` under ``results``, ``warn`` about unusable files, keep
-    those matching the spec."""
-    loaded = load_records(results, [s.name for s in chosen])
+                   warn: Callable[[str], None], seals: bool = True) -> Selection:
+    """Load and check the records of ``chosen`` under ``results``, ``warn`` about unusable files (a damaged
+    NPZ, and with ``seals`` a broken seal: :func:`lysep_cli.store.records.load_records`), keep those
+    matching the spec."""
+    loaded = load_records(results, [s.name for s in chosen], seals)
     for line in loaded.warnings():
         warn(line)
     return select(loaded, chosen, iterations)

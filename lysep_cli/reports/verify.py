@@ -52,12 +52,13 @@ from threadpoolctl import threadpool_limits
 
 from lysep_cli.execution.runner import RunKey, execute, execute_stack
 from lysep_cli.numerics import network
-from lysep_cli.numerics.dataset import problem_of
+from lysep_cli.numerics.dataset import experiment_data, problem_of
 from lysep_cli.numerics.metrics import finite_or_none, loss, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.reports.cellstats import (ALPHA, CHAOTIC_SOLVERS, FLOOR, RATIO_BOUND, REGIME, SEED_BOUND,
                                          SEED_BOUND_SOLVERS, Cell, by_cell, cell_of, compare_archives,
                                          compare_cell)
+from lysep_cli.reports import ties
 from lysep_cli.solvers import solver_def
 from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import records
@@ -74,7 +75,7 @@ TOL_CAP = 1e-2
 WEIGHTS_TOLERANCE = 1e-9
 #: the re-evaluation's tolerance never exceeds this, however sensitive the record (docs/reproducibility.md)
 WEIGHTS_CAP = 1e-2
-SEAL_NOTES = {"broken": "its seal does not match: the record's JSON was changed after it was written",
+SEAL_NOTES = {"broken": records.SEAL_BROKEN,
               "unsealed": "no seal covers its final values (written before lysep sealed records: "
                           "python -m lysep_cli.store.seal DIR)"}
 #: the re-evaluation's tolerance over its one-ulp sensitivity: other BLAS kernels (Sandybridge, SkylakeX)
@@ -308,9 +309,11 @@ def verify(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, lev
     return judge(record, records.load_params(npz_path), new, params, level)
 
 
-def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, exact: bool) -> Check:
+def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path, exact: bool,
+               data: tuple[np.ndarray, np.ndarray] | None = None) -> Check:
     """The record's seal, then J (`eq:J-elliptic` & co.) and the relative l2 error of the saved network, from
-    the archive's files alone (the record's weights NPZ, the experiment's data.npz), against the record's
+    the archive's files alone (the record's weights NPZ, the experiment's data.npz; ``data``: (Z_train,
+    Z_test) in its place, the spec's own when data.npz is not), against the record's
     final J, l2: bit for bit when ``exact`` (the platform that made the record), else within
     min(WEIGHTS_CAP, max(WEIGHTS_TOLERANCE, SENSITIVITY_FACTOR * delta)) (module docstring)."""
     state = records.seal_state(record)
@@ -319,7 +322,7 @@ def reevaluate(spec: ExperimentSpec, record: RunRecord, results_dir: str | Path,
     _, npz_path = records.record_paths(results_dir, record.experiment, record.solver, record.L, record.M,
                                        record.seed)
     params = records.load_params(npz_path)
-    Z_train, Z_test = records.load_data(results_dir, record.experiment)
+    Z_train, Z_test = records.load_data(results_dir, record.experiment) if data is None else data
     problem = problem_of(spec)
     coef, Y = problem.coefficients(Z_train), problem.rhs(Z_train)
     with threadpool_limits(limits=1), np.errstate(all="ignore"):  # as the runner computed them
@@ -404,22 +407,59 @@ def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
     here = fingerprint()
     bad = exact_n = unverified = 0
     worst = 0.0
+    data: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+    for name in sorted({r.experiment for r in pool}):
+        line = data_file_problem(specs[name], results)
+        data[name] = None if line is None else spec_points(specs[name])
+        if line is not None:
+            echo(line)
+            bad += 1
     for rec in pool:
         exact = level == "exact" or (level == "auto" and same_platform(rec.versions, here))
-        check = reevaluate(specs[rec.experiment], rec, results, exact)
+        check = reevaluate(specs[rec.experiment], rec, results, exact, data[rec.experiment])
         bad += not check.ok
         unverified += check.unverified
         exact_n += exact
         worst = max(worst, check.max_rel if check.level != "seal" else 0.0)
         if not quiet or not check.ok or check.unverified:
             echo(check.line())
+    untied = ties.tie_failures(specs, pool, results)
+    for line in untied:
+        echo(line)
+    bad += len(untied)
     if quiet:
+        echo(f"ties: {len(untied)} record(s) not tied to their seed, size, length or cell" if untied else
+             f"ties: every record's first J (and J_S) is its seed's, its network of its size, its history of its "
+             f"length, no two seeds of a cell the same")
         echo(f"weights: {len(pool) - bad - unverified} of {len(pool)} saved network(s) give their record's J and "
              f"l2{f' ({unverified} unverified: beyond the cap, within their round-off)' if unverified else ''}, seals "
              f"intact ({exact_n} bit for bit on the platform that made them; elsewhere within "
              f"{WEIGHTS_TOLERANCE:g}, or {SENSITIVITY_FACTOR:g} x the run's one-ulp sensitivity, at most "
              f"{WEIGHTS_CAP:g}; largest relative difference {worst:.1e})")
     return bad, unverified
+
+
+def data_file_problem(spec: ExperimentSpec, results: Path) -> str | None:
+    """One MISMATCH line when the experiment's data.npz is not the data set its spec makes (changed,
+    damaged or missing), else None: the data file named once, not every run of it."""
+    state = records.check_data(results, spec.name, experiment_data(spec).sha256)
+    if state == "ok":
+        return None
+    what = {"missing": "missing", "corrupt": "unreadable"}.get(state, "another data set than the spec's")
+    return (f"{'MISMATCH':<9} {results}/{spec.name}/data.npz: {what} (the records' data_sha256 is the spec's); "
+            f"its runs are re-evaluated on the spec's own points")
+
+
+def spec_points(spec: ExperimentSpec) -> tuple[np.ndarray, np.ndarray]:
+    """(Z_train, Z_test) (n_in, N) of the spec's data set: what a correct data.npz holds."""
+    data = experiment_data(spec)
+    return data.Z_train, data.Z_test
+
+
+def left_out_lines(left_out: Iterable[tuple[RunRecord, str]]) -> list[str]:
+    """One MISMATCH line per record the selection left out (other settings, iterations, data set...):
+    never dropped without a word (lysep_cli/reports/selection.py)."""
+    return [f"{'MISMATCH':<9} {ties.label(r)}: not made as the spec asks ({why}): left out" for r, why in left_out]
 
 
 def judge_cells(specs: dict[str, ExperimentSpec], cells: list[Cell], pool: list[RunRecord], echo: Echo,
@@ -501,6 +541,8 @@ class VerifyRequest:
     cells: set[tuple[str, int, int]] | None = None
     """(solver, L, M) to rerun whole (statistical level, or run by run at level exact / tolerant)"""
     allow_partial: bool = False
+    left_out: tuple[tuple[RunRecord, str], ...] = ()
+    """records of the experiments made otherwise than the spec asks (Selection.left_out): each fails"""
 
 
 def check_level(level: str, weights: bool, against: bool) -> None:
@@ -522,6 +564,7 @@ def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     say(header(req.pool))
     bad, _ = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
                        level=req.level if req.level in ("exact", "tolerant") else "auto")
+    bad += _left_out(req, echo)
     in_cells = [] if req.cells is None else [r for r in req.pool if (r.solver, r.L, r.M) in req.cells]
     if req.level == "statistical" or (req.cells is not None and req.level == "auto"):
         if req.cells is not None:
@@ -550,9 +593,18 @@ def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     picked = choose(req.pool, req.sample, req.seed, req.cheapest)
     say(f"re-evaluating the saved weights of {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/")
     bad, unverified = weights_pass(req.specs, picked, req.results, echo, quiet=False, level=req.level)
-    echo(f"{len(picked) - bad - unverified} of {len(picked)} run(s) reproduce the archive"
-         + (f"; {bad} do not" if bad else "") + (f"; {unverified} unverified" if unverified else ""))
-    return bad
+    left = _left_out(req, echo)
+    echo(f"{max(len(picked) - bad - unverified, 0)} of {len(picked)} run(s) reproduce the archive"
+         + (f"; {bad} do not" if bad else "") + (f"; {unverified} unverified" if unverified else "")
+         + (f"; {left} record(s) left out: made otherwise than the spec asks" if left else ""))
+    return bad + left
+
+
+def _left_out(req: VerifyRequest, echo: Echo) -> int:
+    """Name every record left out for being made otherwise than the spec asks; how many."""
+    for line in left_out_lines(req.left_out):
+        echo(line)
+    return len(req.left_out)
 
 
 def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | None,
@@ -569,7 +621,9 @@ def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | No
         rows, unreadable = [r for r in read_finals(path) if wanted.get(r.experiment) == r.iterations], 0
     else:
         sel = load_selection(path, chosen, iterations, warn)
-        rows, unreadable = sel.records, sum(sel.invalid.values())
+        for line in left_out_lines(sel.left_out):
+            warn(line)
+        rows, unreadable = sel.records, sum(sel.invalid.values()) + len(sel.left_out)
     return [r for r in rows if solvers is None or r.solver in solvers], unreadable
 
 
@@ -587,6 +641,8 @@ class Against:
     """cells known to differ, named by ``--accept``"""
     allow_partial: bool = False
     """missing seeds and cells, unreadable records and too few seeds reported, not failed"""
+    specs: dict[str, ExperimentSpec] | None = None
+    """the experiments: the records of both sides are tied to their seeds, sizes and lengths (ties.py)"""
 
 
 def _name(cell: Cell) -> str:
@@ -599,6 +655,15 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
     that differ and are not accepted, accepted cells that do not differ (a stale acceptance), and, unless
     ``allow_partial``, every incomplete part (a PARTIAL cell, a cell on one side only, an unreadable
     record); 1 when no cell is in both."""
+    untied: list[str] = []
+    if req.specs is not None:  # both sides' records tied to their runs, and their data files the spec's
+        sides = [(results, reference)] + ([] if req.path.is_file() else [(req.path, req.other)])
+        for root, runs in sides:
+            names = sorted({r.experiment for r in runs} & set(req.specs))
+            untied += [line for line in (data_file_problem(req.specs[n], root) for n in names) if line]
+            untied += ties.tie_failures(req.specs, runs, root)
+    for line in untied:
+        echo(line)
     compared, only_here, only_there = compare_archives(reference, req.other, req.common_seeds)
     there = str(req.path) if req.path.is_file() else f"{req.path}/"
     say(f"cell by cell: {results}/ (reference) against {there}; same seeds: per seed ({', '.join(sorted(SEED_BOUND_SOLVERS))}: "
@@ -632,10 +697,12 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
         parts.append(f"{req.unreadable[0]} unreadable record(s) in {results}/, {req.unreadable[1]} in {there}")
     if stale:
         parts.append(f"{len(stale)} --accept cell(s) do not differ")
+    if untied:
+        parts.append(f"{len(untied)} record(s) or data file(s) not tied to their run or spec")
     if incomplete:
         parts.append("incomplete parts " + ("allowed by --allow-partial" if req.allow_partial else
                                             "fail (--allow-partial lets them pass)"))
     echo("; ".join(parts))
     if not compared:
         return 1
-    return len(differing) - took + len(stale) + (0 if req.allow_partial else incomplete)
+    return len(differing) - took + len(stale) + len(untied) + (0 if req.allow_partial else incomplete)

@@ -64,6 +64,10 @@ SAME_BITS_AS: dict[str, str] = {
     # measured: the cheapest archived run of all eight solvers at elliptic-2d and LySep's at elliptic-10d,
     # parabolic-5d, hyperbolic-5d rerun bit-identical at --level exact (2026-11-29)
     "3b8bf119d766524a": "abee53243e14febb",
+    # the merge of 2026-11-29's branches: init (3b8bf119d766524a) and the scale check of problems written as
+    # data (numerics/user_problems.py: refusals only); measured: the cheapest archived run of every solver
+    # rerun bit-identical at --level exact (the CI's eight reruns, 2026-11-29)
+    "0aa7f28fe508f95d": "abee53243e14febb",
 }
 
 

@@ -1,0 +1,316 @@
+"""The harder suite's answer (issue 49 item 4, ``lysep study harder-summary``), computed from the records.
+
+Per problem X of the suite's experiments file (an experiment whose name does not end in ``-torch``; its
+twin ``X-torch`` holds the same problem's network solvers under nn.Linear's initialisation) and per
+(solver, init, size) a :class:`Cell`: its runs, those that did not finish (diverged, counted apart), the
+mean ± sample std of the final J and the test ℓ2 over the finished runs, and the mean CPU seconds per run
+over every run (:attr:`RunRecord.compute_seconds`: ``diagnostics.cpu_seconds``, else the wall seconds).
+
+The rule of the answer (docs/harder.md, "The answer's rule"), per problem and per init:
+
+- a cell is *usable* when more than half of its runs finished; an unusable cell's mean counts as +inf;
+- a solver's **chosen size** is its usable cell of the lowest mean training J (never the test error);
+  poly and rfm (one cell each in the suite) are chosen the same way;
+- (a) LySep against PINN, same init, size by size: at how many of the sizes both ran LySep's mean ℓ2 is
+  the lower, and its mean J;
+- (b) LySep against rfm and poly at equal CPU: LySep's chosen size sets a budget c (its mean CPU seconds);
+  among each baseline's usable cells with mean CPU ≤ c the one of lowest mean J; LySep beats it when its
+  mean ℓ2 is lower; the ratio c / the baseline's seconds is given (the one-solve baselines cost less);
+- (c) the best solver overall: of every (solver, init)'s chosen size, the lowest median ℓ2 over its runs (a
+  run that did not finish counts as +inf), with its mean CPU seconds;
+- whether the torch init changes (a), (b) or (c).
+
+Only the comparison of the chosen cells reads the test error, never the choice of a cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from lysep_cli.reports.selection import display_name, pm, sample_std, sci, solver_key
+from lysep_cli.specs import ExperimentSpec
+from lysep_cli.store.schema import RunRecord
+
+TWIN = "-torch"
+INITS = ("paper", "torch")
+ONE_SOLVE = ("rfm", "poly")
+NOT_RUN = "not run yet"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (solver, init, L, M) of a problem: ``runs`` records, ``finished`` of them with a finite J and ℓ2;
+    J, l2: (mean, sample std) over the finished runs (NaN when none); ``l2_median`` over every run, a run that
+    did not finish counted as +inf; ``cpu``: mean CPU seconds per run over every run."""
+
+    solver: str
+    init: str
+    L: int
+    M: int
+    runs: int
+    finished: int
+    J: tuple[float, float]
+    l2: tuple[float, float]
+    l2_median: float
+    cpu: float
+
+    @property
+    def usable(self) -> bool:
+        """More than half of its runs finished."""
+        return 2 * self.finished > self.runs
+
+    @property
+    def key_J(self) -> float:
+        """Mean J where usable, else +inf: what the choice of a size compares."""
+        return self.J[0] if self.usable else math.inf
+
+    @property
+    def key_l2(self) -> float:
+        """Mean ℓ2 where usable, else +inf: what verdicts (a) and (b) compare."""
+        return self.l2[0] if self.usable else math.inf
+
+    @property
+    def name(self) -> str:
+        """"LySep (3,10)", "LySep (torch init) (3,10)"."""
+        return f"{series_name(self.solver, self.init)} ({self.L},{self.M})"
+
+
+def series_name(solver: str, init: str) -> str:
+    """A solver's display name, with " (torch init)" under nn.Linear's initialisation."""
+    return display_name(solver) + (" (torch init)" if init == "torch" else "")
+
+
+def _finished(r: RunRecord) -> bool:
+    J, l2 = r.final.J, r.final.l2
+    return bool(r.ok) and J is not None and l2 is not None and math.isfinite(J) and math.isfinite(l2)
+
+
+def cell_of(records: list[RunRecord], solver: str, init: str) -> Cell:
+    """The :class:`Cell` of ``records`` (one solver, init and size; at least one record)."""
+    done = [r for r in records if _finished(r)]
+    J = np.array([r.final.J for r in done], dtype=float)
+    l2 = np.array([r.final.l2 for r in done], dtype=float)
+    every = np.array([r.final.l2 if _finished(r) else math.inf for r in records], dtype=float)
+    cpu = np.array([r.compute_seconds for r in records], dtype=float)
+    nan = float("nan")
+    return Cell(solver, init, records[0].L, records[0].M, len(records), len(done),
+                (float(J.mean()) if J.size else nan, sample_std(J)),
+                (float(l2.mean()) if l2.size else nan, sample_std(l2)),
+                float(np.median(every)), float(cpu.mean()))
+
+
+def cells(paper: list[RunRecord], torch: list[RunRecord]) -> list[Cell]:
+    """Every (solver, init, size) cell of a problem's records (``paper``: experiment X's, ``torch``: X-torch's),
+    ordered by solver (the paper's first), init, size."""
+    out = []
+    for init, recs in (("paper", paper), ("torch", torch)):
+        groups: dict[tuple[str, int, int], list[RunRecord]] = {}
+        for r in recs:
+            groups.setdefault((r.solver, r.L, r.M), []).append(r)
+        out += [cell_of(g, s, init) for (s, _, _), g in groups.items()]
+    return sorted(out, key=lambda c: (solver_key(c.solver), INITS.index(c.init), c.L, c.M))
+
+
+def chosen(cs: Iterable[Cell], solver: str, init: str) -> Cell | None:
+    """The usable cell of ``solver`` under ``init`` of the lowest mean training J (ties: the smaller size);
+    None when it has none.  Never reads the test error."""
+    mine = [c for c in cs if c.solver == solver and c.init == init and c.usable]
+    return min(mine, key=lambda c: (c.J[0], c.L, c.M)) if mine else None
+
+
+@dataclass(frozen=True)
+class PinnVerdict:
+    """(a): sizes where both LySep and PINN ran, and at how many LySep's mean ℓ2 (J) is the lower."""
+
+    sizes: int
+    l2_wins: int
+    J_wins: int
+
+
+def lysep_vs_pinn(cs: list[Cell], init: str) -> PinnVerdict:
+    """Verdict (a) under ``init``: size by size, mean ℓ2 and mean J (an unusable cell counts as +inf; a size
+    where both are unusable is a win for neither)."""
+    by = {(c.solver, c.L, c.M): c for c in cs if c.init == init}
+    sizes = sorted({(L, M) for s, L, M in by if s == "lysep"} & {(L, M) for s, L, M in by if s == "pinn"})
+    l2 = sum(by[("lysep", *z)].key_l2 < by[("pinn", *z)].key_l2 for z in sizes)
+    J = sum(by[("lysep", *z)].key_J < by[("pinn", *z)].key_J for z in sizes)
+    return PinnVerdict(len(sizes), int(l2), int(J))
+
+
+@dataclass(frozen=True)
+class CostVerdict:
+    """(b) for one baseline: LySep's chosen cell, the baseline's cell within LySep's CPU (None: none fits)."""
+
+    baseline: str
+    lysep: Cell
+    other: Cell | None
+
+    @property
+    def lysep_wins(self) -> bool | None:
+        return None if self.other is None else self.lysep.key_l2 < self.other.key_l2
+
+    @property
+    def ratio(self) -> float:
+        """LySep's CPU seconds over the baseline's."""
+        return math.nan if self.other is None or self.other.cpu <= 0 else self.lysep.cpu / self.other.cpu
+
+
+def equal_cpu(cs: list[Cell], init: str, baseline: str) -> CostVerdict | None:
+    """Verdict (b) under ``init`` against ``baseline`` (rfm, poly: paper init): None without a chosen LySep
+    cell or without any usable baseline cell."""
+    ly = chosen(cs, "lysep", init)
+    pool = [c for c in cs if c.solver == baseline and c.usable]
+    if ly is None or not pool:
+        return None
+    fits = [c for c in pool if c.cpu <= ly.cpu]
+    return CostVerdict(baseline, ly, min(fits, key=lambda c: (c.J[0], c.cpu)) if fits else None)
+
+
+def best_overall(cs: list[Cell], init: str = "paper") -> Cell | None:
+    """Verdict (c) under ``init``: of every network solver's chosen cell under ``init`` and rfm's and poly's
+    (paper init: they take none), the lowest median ℓ2 over its runs; None when there is none."""
+    picks = [chosen(cs, s, "paper" if s in ONE_SOLVE else init) for s in sorted({c.solver for c in cs})]
+    picks = [p for p in picks if p is not None]
+    return min(picks, key=lambda c: (c.l2_median, c.cpu)) if picks else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Text.
+
+def problems(specs: list[ExperimentSpec]) -> list[tuple[ExperimentSpec, ExperimentSpec | None]]:
+    """(X, its twin X-torch or None) for every experiment X of the file that is not itself a twin."""
+    by = {s.name: s for s in specs}
+    return [(s, by.get(s.name + TWIN)) for s in specs if not s.name.endswith(TWIN)]
+
+
+def _pinn_text(v: PinnVerdict) -> str:
+    if not v.sizes:
+        return "no size with both"
+    return f"{v.l2_wins} of {v.sizes} sizes (ℓ2), {v.J_wins} of {v.sizes} (J)"
+
+
+def _cost_text(v: CostVerdict | None) -> str:
+    if v is None:
+        return "—"
+    if v.other is None:
+        return f"no cell within LySep's {v.lysep.cpu:.3g} s"
+    word = "yes" if v.lysep_wins else "no"
+    return f"{word}: {sci(v.lysep.key_l2)} vs {sci(v.other.key_l2)} (LySep costs {v.ratio:.3g}× its CPU)"
+
+
+def _best_text(c: Cell | None) -> str:
+    return "—" if c is None else f"{c.name}: median ℓ2 {sci(c.l2_median)}, {c.cpu:.3g} CPU s"
+
+
+def verdict_row(name: str, cs: list[Cell], init: str) -> list[str]:
+    """One line of the answer: problem, init, (a), (b) rfm, (b) poly, (c)."""
+    return [name, init, _pinn_text(lysep_vs_pinn(cs, init)), _cost_text(equal_cpu(cs, init, "rfm")),
+            _cost_text(equal_cpu(cs, init, "poly")), _best_text(best_overall(cs, init))]
+
+
+def _verdict_parts(cs: list[Cell], init: str) -> dict[str, object]:
+    """What must agree between the inits for the torch init not to change the verdict."""
+    a = lysep_vs_pinn(cs, init)
+    parts: dict[str, object] = {"(a) LySep beats PINN at most sizes": bool(a.sizes and 2 * a.l2_wins > a.sizes)}
+    for s in ONE_SOLVE:
+        v = equal_cpu(cs, init, s)
+        parts[f"(b) LySep beats {s}"] = None if v is None else v.lysep_wins
+    best = best_overall(cs, init)
+    parts["(c) best solver"] = None if best is None else display_name(best.solver)
+    return parts
+
+
+def changes(cs: list[Cell]) -> str:
+    """Whether the torch init changes the verdict: (a) a majority of sizes, (b) each baseline, (c) the best
+    solver; "yes (...)" names what changed, paper init → torch init."""
+    if not any(c.init == "torch" for c in cs):
+        return "torch twin not run yet"
+    p, t = _verdict_parts(cs, "paper"), _verdict_parts(cs, "torch")
+    moved = [f"{k}: {_word(p[k])} → {_word(t[k])}" for k in p if p[k] != t[k]]
+    return f"yes ({'; '.join(moved)})" if moved else "no"
+
+
+def _word(x: object) -> str:
+    return {True: "yes", False: "no", None: "—"}.get(x, str(x)) if isinstance(x, (bool, type(None))) else str(x)
+
+
+HEADER = ["problem", "init", "(a) LySep's mean beats PINN's at", "(b) beats rfm at equal CPU?",
+          "(b) beats poly at equal CPU?", "(c) best (chosen size by J; lowest median ℓ2)"]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def answer(by_problem: dict[str, list[Cell]]) -> str:
+    """The answer block (Markdown): per problem and init the verdicts, "not run yet" for a problem without
+    records; then whether the torch init changes the verdict."""
+    rows = []
+    for name, cs in by_problem.items():
+        if not cs:
+            rows.append([name, "—", NOT_RUN, NOT_RUN, NOT_RUN, NOT_RUN])
+            continue
+        for init in INITS:
+            if any(c.init == init for c in cs):
+                rows.append(verdict_row(name, cs, init))
+            else:
+                rows.append([name, init, NOT_RUN, NOT_RUN, NOT_RUN, NOT_RUN])
+    run = [n for n, cs in by_problem.items() if cs]
+    lines = _table(HEADER, rows) + [""]
+    lines.append("Torch init changes the verdict: " + ("; ".join(f"{n}: {changes(by_problem[n])}" for n in run)
+                                                       if run else "no problem run yet") + ".")
+    missing = [n for n, cs in by_problem.items() if not cs]
+    lines.append(f"Records of {len(run)} of {len(by_problem)} problems"
+                 + (f"; not run yet: {', '.join(missing)}." if missing else "."))
+    return "\n".join(lines) + "\n"
+
+
+def problem_table(name: str, cs: list[Cell]) -> str:
+    """PROBLEM.md: every (solver, init, size) cell, the chosen sizes and the verdicts."""
+    lines = [f"# {name}: every solver, init and size (lysep study harder-summary)", ""]
+    if not cs:
+        return "\n".join(lines + [f"{NOT_RUN}: no record of {name}."]) + "\n"
+    picks = {(c.solver, c.init) for c in (chosen(cs, s, i) for s in {c.solver for c in cs} for i in INITS) if c}
+    rows = []
+    for c in cs:
+        mark = " ◀" if (c.solver, c.init) in picks and chosen(cs, c.solver, c.init) == c else ""
+        rows.append([series_name(c.solver, c.init), f"({c.L},{c.M}){mark}", f"{c.finished}/{c.runs}",
+                     str(c.runs - c.finished), pm(*c.J, spaced=True), pm(*c.l2, spaced=True),
+                     "—" if not math.isfinite(c.l2_median) else sci(c.l2_median), f"{c.cpu:.3g}"])
+    lines += _table(["solver", "(L, M)", "finished", "diverged", "J (finished runs)", "ℓ2 (finished runs)",
+                     "median ℓ2 (diverged = ∞)", "mean CPU s / run"], rows)
+    lines += ["", "◀: the solver's chosen size (lowest mean training J among its cells with more than half of "
+              "its runs finished; never the test error). Means ± sample std over the finished runs.", ""]
+    lines += ["## Verdict", ""] + _table(HEADER, [verdict_row(name, cs, i) for i in INITS
+                                                 if any(c.init == i for c in cs)])
+    lines += ["", f"Torch init changes the verdict: {changes(cs)}."]
+    return "\n".join(lines) + "\n"
+
+
+def summarise(by_problem: dict[str, list[Cell]], out: Path) -> list[Path]:
+    """Write OUT/PROBLEM.md per problem and OUT/answer.md; their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, cs in by_problem.items():
+        p = out / f"{name}.md"
+        p.write_text(problem_table(name, cs))
+        paths.append(p)
+    p = out / "answer.md"
+    p.write_text("# The harder suite's answer (lysep study harder-summary; the rule: docs/harder.md)\n\n"
+                 + answer(by_problem))
+    return paths + [p]
+
+
+def gather(specs: list[ExperimentSpec], records_of) -> dict[str, list[Cell]]:
+    """Problem -> its cells, from ``records_of(experiment name) -> list[RunRecord]``."""
+    return {x.name: cells(records_of(x.name), records_of(t.name) if t is not None else [])
+            for x, t in problems(specs)}
+
+
+__all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "problem_table",
+           "summarise", "gather", "problems", "changes", "series_name", "NOT_RUN"]

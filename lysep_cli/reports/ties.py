@@ -1,0 +1,208 @@
+"""Each run record tied to its seed, its size, its length and its cell (``lysep verify``; docs/archive.md).
+
+A seal proves that a record's JSON was not edited after it was written; it cannot prove that the record
+is the run it names, for a record can be copied, swapped or cut and sealed again.  What ties a record to
+its run, in milliseconds and without training:
+
+seed
+    Every network run starts from the seeded network (``network.init_params(n_in, L, M, seed)``), so its
+    first recorded values are a function of the seed: the history's J[0] (the PINN loss of the starting
+    network) and, for LySep, J_S[0].  They are recomputed with the solvers' own code (the starting network
+    of each solver, :func:`start_network`: rfm rescales the seeded hidden layer, LySep builds its first
+    state; ``network.pinn_loss``, LySep's ``LySepIteration``) and must agree within
+    :data:`SEED_TOLERANCE` (bit-identical on the archive: measured, docs/archive.md).  A record whose
+    first values are another seed's is named with that seed (a copy or a swap).  Seed-free solvers
+    (poly) have nothing to tie.
+size
+    The saved network's shapes are those of (L, M, n_in): W_1 (M, n_in), W_l (M, M), W_L (1, M).
+length
+    A finished run's history holds ``Settings.history_length(iterations)`` entries, a diverged one
+    ``diverged_at + 1``; ``iterations_done`` is at most the history's last index and the iterations asked.
+cell
+    Two records of one cell with the same weights file or the same history J are copies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lysep_cli.numerics import network
+from lysep_cli.numerics.dataset import TrainingData, experiment_data
+from lysep_cli.numerics.network import Params
+from lysep_cli.solvers import rfm, solver_def
+from lysep_cli.solvers.base import initial_network
+from lysep_cli.solvers.lysep.algorithm import LySepIteration
+from lysep_cli.solvers.lysep.algorithm import Settings as LySepSettings
+from lysep_cli.solvers.lysep.loss import LySepData
+from lysep_cli.specs import ExperimentSpec
+from lysep_cli.store import records
+from lysep_cli.store.schema import RunRecord
+
+#: relative bound on a first recorded value against its recomputation: 0 on the archive for every solver
+#: but rfls (4e-16: its J[0] is summed through the least-squares matrix); two seeds' J[0] of one cell differ
+#: by 1.8e-4 at least (the closest pair of the archive's 956 records: elliptic-2d LySep (3,30) seeds 2 and 3)
+SEED_TOLERANCE = 1e-9
+
+
+def seeded_network(record: RunRecord, n_in: int, seed: int) -> Params:
+    """The seeded initial network of a run of ``record``'s solver, size and settings from ``seed``, as the
+    runner draws it (:func:`lysep_cli.solvers.base.initial_network`, the settings' ``init``)."""
+    return initial_network(solver_def(record.solver).Settings.coerce(record.settings), n_in, record.L, record.M,
+                           seed)
+
+
+def start_network(solver: str, params0: Params, settings: dict[str, Any]) -> Params:
+    """The network a solver's history J[0] is the PINN loss of: the seeded ``params0``, or rfm's rescaled
+    features (:func:`lysep_cli.solvers.rfm.features`)."""
+    if solver == "rfm":
+        return rfm.features(params0, rfm.Settings.coerce(settings).sigma)
+    return params0
+
+
+def _rel(new: float, old: float | None) -> float:
+    if old is None or not math.isfinite(new):
+        return 0.0 if old is None and not math.isfinite(new) else math.inf
+    if new == old:
+        return 0.0
+    return abs(new - old) / abs(old) if old != 0 else math.inf
+
+
+@dataclass
+class Ties:
+    """The tie checks of the records of one results directory (the LySep data of each experiment built
+    once: its first J_S costs one evaluation of LySep's terms)."""
+
+    specs: dict[str, ExperimentSpec]
+    _lysep: dict[str, LySepData] = field(default_factory=dict)
+
+    def training(self, experiment: str) -> tuple[TrainingData, int]:
+        """The spec's training data (what the runner trains on) and the network's number of inputs."""
+        data = experiment_data(self.specs[experiment])
+        return data.training, data.problem.n_in
+
+    def first_values(self, record: RunRecord, seed: int | None = None) -> dict[str, float]:
+        """{"J": J[0], "J_S": J_S[0] (LySep)} of the run of ``record``'s solver, size and settings started
+        from ``seed`` (default the record's): what its history must begin with."""
+        train, n_in = self.training(record.experiment)
+        params0 = seeded_network(record, n_in, record.seed if seed is None else seed)
+        with threadpool_limits(limits=1), np.errstate(all="ignore"):
+            if record.solver == "lysep":  # as lysep.algorithm.solve starts: its first state, then J
+                if record.experiment not in self._lysep:
+                    self._lysep[record.experiment] = LySepData.build(train.Z, train.coef, train.Y)
+                it = LySepIteration(params0, self._lysep[record.experiment], LySepSettings.coerce(record.settings))
+                return {"J": network.pinn_loss(it.st.params(), train.Z, train.coef, train.Y), "J_S": float(it.J_S)}
+            start = start_network(record.solver, params0, record.settings)
+            return {"J": network.pinn_loss(start, train.Z, train.coef, train.Y)}
+
+    def seed_problem(self, record: RunRecord, others: Sequence[RunRecord] = ()) -> str | None:
+        """Why the record's first values are not its seed's (None when they are); ``others``: the other
+        records of its cell, whose seeds are tried to name the one the values belong to."""
+        if solver_def(record.solver).capabilities.seed_free:
+            return None
+        want = self.first_values(record)
+        for name, value in want.items():
+            series = record.history.get(name)
+            first = series[0] if series else None
+            if _rel(value, first) > SEED_TOLERANCE:
+                text = (f"history {name}[0] {first!r} is not seed {record.seed}'s starting point ({value!r}): not the "
+                        f"run it names")
+                owner = self._owner(record, name, first, others)
+                if owner is not None:
+                    text += f"; it is seed {owner}'s (a copy or a swap)"
+                return text
+        return None
+
+    def _owner(self, record: RunRecord, name: str, first: float | None, others: Sequence[RunRecord]) -> int | None:
+        """The seed among the cell's other records whose first value ``name`` is ``first``."""
+        for seed in sorted({r.seed for r in others if r.seed != record.seed}):
+            if _rel(self.first_values(record, seed)[name], first) <= SEED_TOLERANCE:
+                return seed
+        return None
+
+
+def shape_problem(record: RunRecord, params: Params, n_in: int) -> str | None:
+    """Why the saved network is not of the record's (L, M) on ``n_in`` inputs (None when it is)."""
+    if solver_def(record.solver).capabilities.seed_free:
+        return None  # its saved model has the layout of its own method (poly)
+    want = [(W.shape, b.shape) for W, b in network.init_params(n_in, record.L, record.M, 0)]
+    have = [(np.shape(W), np.shape(b)) for W, b in params]
+    if have == want:
+        return None
+    if len(have) != len(want):
+        return f"the saved network has {len(have)} layers, not L = {record.L}: a record of another size"
+    l, (shape, _) = next((l, h) for l, (h, w) in enumerate(zip(have, want), start=1) if h != w)
+    return (f"the saved network's W{l} is {shape[0]}x{shape[1]}, not {want[l - 1][0][0]}x{want[l - 1][0][1]} of "
+            f"L{record.L}-M{record.M}: a record of another size")
+
+
+def length_problem(record: RunRecord) -> str | None:
+    """Why the record's history does not have the length its iterations, status and ``iterations_done``
+    give (None when it has)."""
+    n = len(record.history["J"])
+    try:
+        full = solver_def(record.solver).Settings.coerce(record.settings).history_length(record.iterations)
+    except (ValueError, TypeError):
+        full = record.iterations + 1
+    want = full if record.ok else (record.diverged_at or 0) + 1
+    if n != want:
+        why = f"{record.iterations} iterations" if record.ok else f"diverged at {record.diverged_at}"
+        return f"history of {n} entries, not the {want} of a run of {why}: cut or padded"
+    if record.iterations_done > min(n - 1, record.iterations):
+        return (f"iterations_done {record.iterations_done} beyond its history's {n - 1} iterations "
+                f"(of {record.iterations} asked)")
+    return None
+
+
+def copies(pool: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, str]]:
+    """(record, the earlier seed it copies, what is the same) for the records of one cell with the same
+    weights file or the same history J as another seed's."""
+    out = []
+    seen: dict[tuple, dict[Any, RunRecord]] = defaultdict(dict)
+    for r in sorted(pool, key=lambda r: r.cell):
+        cell = r.cell[:4]
+        keys = [("weights", ("w", r.weights_sha256))]
+        if any(x is not None for x in r.history["J"]):  # runs diverged at their start share an empty history
+            keys.append(("history J", ("h", tuple(r.history["J"]))))
+        for what, key in keys:
+            first = seen[cell].get(key)
+            if first is not None:
+                out.append((r, first, what))
+                break
+        for _, key in keys:
+            seen[cell].setdefault(key, r)
+    return out
+
+
+def label(record: RunRecord) -> str:
+    return f"{record.experiment} {record.solver} L{record.L}-M{record.M} seed {record.seed}"
+
+
+def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path) -> list[str]:
+    """One MISMATCH line per record of ``pool`` (under ``results``) not tied to its seed, size or length,
+    or a copy of another seed of its cell (:mod:`module docstring <lysep_cli.reports.ties>`)."""
+    ties = Ties(specs)
+    cells: dict[tuple, list[RunRecord]] = defaultdict(list)
+    for r in pool:
+        cells[r.cell[:4]].append(r)
+    lines, named = [], set()
+    for r in sorted(pool, key=lambda r: r.cell):
+        if r.experiment not in specs:
+            continue
+        _, npz = records.record_paths(results, *r.cell)
+        why = length_problem(r) or shape_problem(r, records.load_params(npz), ties.training(r.experiment)[1])
+        if why is None:
+            why = ties.seed_problem(r, cells[r.cell[:4]])
+        if why is not None:
+            lines.append(f"{'MISMATCH':<9} {label(r)}: {why}")
+            named.add(r.cell)
+    for r, first, what in copies(pool):  # one line a run: a copy named above already is not named again
+        if r.cell not in named:
+            lines.append(f"{'MISMATCH':<9} {label(r)}: the same {what} as seed {first.seed} of its cell (a copy)")
+    return lines

@@ -1,0 +1,180 @@
+"""`lysep study harder-summary` (lysep_cli/reports/harder_summary.py): the verdicts on planted cells, the choice
+of a size by training J only, "not run yet", the output format, the docs block regenerating with no diff, and
+the accuracy-cost figure's twin series (docs/harder.md, "The answer's rule")."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from lysep_cli.cli import app
+from lysep_cli.reports import harder_summary as hs
+from lysep_cli.reports.harder_summary import Cell
+
+ROOT = Path(__file__).resolve().parents[1]
+CHOSEN = ROOT / "results" / "harder" / "experiments.yaml"
+RESULTS = ROOT / "results" / "harder"
+DOC = ROOT / "docs" / "harder.md"
+cli = CliRunner()
+
+
+def cell(solver: str, L: int, M: int, J: float, l2: float, cpu: float, init: str = "paper", runs: int = 5,
+         finished: int = 5) -> Cell:
+    return Cell(solver, init, L, M, runs, finished, (J, 0.1 * J), (l2, 0.1 * l2), l2, cpu)
+
+
+def rec(solver: str, L: int, M: int, J: float | None, l2: float | None, cpu: float, ok: bool = True):
+    """A stand-in run record: what harder_summary reads of one."""
+    return SimpleNamespace(solver=solver, L=L, M=M, ok=ok, final=SimpleNamespace(J=J, l2=l2), compute_seconds=cpu)
+
+
+def test_lysep_against_pinn_counts_sizes_per_init():
+    cs = [cell("pinn", 3, 10, 5.0, 0.5, 1), cell("lysep", 3, 10, 4.0, 0.4, 9),     # LySep lower in both
+          cell("pinn", 3, 20, 5.0, 0.3, 1), cell("lysep", 3, 20, 4.0, 0.4, 9),     # J lower, l2 higher
+          cell("pinn", 3, 30, 3.0, 0.3, 1), cell("lysep", 3, 30, 4.0, 0.4, 9),     # both higher
+          cell("pinn", 3, 50, 9.0, 0.9, 1, finished=2), cell("lysep", 3, 50, 10.0, 1.0, 9),  # PINN unusable
+          cell("lysep", 3, 80, 1.0, 0.1, 9),                                      # no PINN there: not counted
+          cell("pinn", 3, 10, 1.0, 0.1, 1, init="torch"), cell("lysep", 3, 10, 2.0, 0.2, 9, init="torch")]
+    v = hs.lysep_vs_pinn(cs, "paper")
+    assert (v.sizes, v.l2_wins, v.J_wins) == (4, 2, 3)
+    assert hs.lysep_vs_pinn(cs, "torch") == hs.PinnVerdict(1, 0, 0)
+
+
+def test_equal_cpu_picks_the_baseline_cell_within_lyseps_seconds_by_training_J():
+    cs = [cell("lysep", 3, 10, 2.0, 0.5, 10.0), cell("lysep", 3, 20, 1.0, 0.3, 20.0),  # chosen: (3,20), 20 s
+          cell("rfm", 2, 100, 5.0, 0.4, 1.0),          # fits, J 5
+          cell("rfm", 2, 200, 3.0, 0.2, 4.0),          # fits, J 3: the one compared
+          cell("rfm", 2, 800, 0.1, 1e-3, 50.0),        # lowest J but over LySep's 20 s: never compared
+          cell("poly", 2, 66, 1.0, 0.01, 30.0)]        # none of poly's within 20 s
+    v = hs.equal_cpu(cs, "paper", "rfm")
+    assert (v.lysep.L, v.lysep.M) == (3, 20) and (v.other.L, v.other.M) == (2, 200)
+    assert v.lysep_wins is False and v.ratio == pytest.approx(5.0)
+    p = hs.equal_cpu(cs, "paper", "poly")
+    assert p.other is None and p.lysep_wins is None and "no cell within" in hs._cost_text(p)
+    assert hs.equal_cpu(cs, "torch", "rfm") is None  # no LySep under that init
+    won = hs.equal_cpu([cell("lysep", 3, 10, 1.0, 0.01, 10.0), cell("poly", 2, 66, 1.0, 0.5, 0.1)], "paper", "poly")
+    assert won.lysep_wins is True and hs._cost_text(won).startswith("yes: 1.00e-02 vs 5.00e-01 (LySep costs 100×")
+
+
+def test_the_choice_of_a_size_never_reads_the_test_error():
+    # planted: by test l2 (3,50) would win; by training J (3,10) does; and (3,20) has the lowest J of all
+    # but only 2 of 5 runs finished (unusable)
+    cs = [cell("lysep", 3, 10, 1.0, 0.9, 5), cell("lysep", 3, 20, 0.1, 0.01, 5, finished=2),
+          cell("lysep", 3, 50, 2.0, 1e-4, 5)]
+    pick = hs.chosen(cs, "lysep", "paper")
+    assert (pick.L, pick.M) == (3, 10)
+    best = hs.best_overall(cs + [cell("rfm", 2, 500, 1e-9, 0.5, 0.1)], "paper")
+    assert best.solver == "rfm"  # (c) compares the chosen cells' l2: 0.5 < LySep's chosen 0.9
+    # the chosen cell is the same with the test errors scrambled
+    scrambled = [Cell(c.solver, c.init, c.L, c.M, c.runs, c.finished, c.J, (7.0 - i, 0.0), 7.0 - i, c.cpu)
+                 for i, c in enumerate(cs)]
+    assert (hs.chosen(scrambled, "lysep", "paper").L, hs.chosen(scrambled, "lysep", "paper").M) == (3, 10)
+
+
+def test_cells_count_diverged_runs_apart_and_mean_over_finished():
+    paper = [rec("pinn", 3, 10, 2.0, 0.2, 1.0), rec("pinn", 3, 10, 4.0, 0.4, 3.0),
+             rec("pinn", 3, 10, None, None, 0.5, ok=False), rec("rfm", 2, 500, 1e-9, 1e-8, 0.1)]
+    torch = [rec("pinn", 3, 10, math.inf, 1.0, 0.2, ok=False), rec("pinn", 3, 10, 1.0, 0.1, 0.4)]
+    cs = hs.cells(paper, torch)
+    assert [(c.solver, c.init) for c in cs] == [("pinn", "paper"), ("pinn", "torch"), ("rfm", "paper")]
+    p = cs[0]
+    assert (p.runs, p.finished, p.usable) == (3, 2, True)
+    assert p.J[0] == pytest.approx(3.0) and p.l2[0] == pytest.approx(0.3) and p.cpu == pytest.approx(1.5)
+    assert p.l2_median == pytest.approx(0.4)  # 0.2, 0.4, inf
+    t = cs[1]
+    assert (t.finished, t.usable, t.key_l2) == (1, False, math.inf)  # half finished: not usable
+
+
+def test_answer_says_not_run_yet_and_its_format():
+    cs = [cell("pinn", 3, 10, 5.0, 0.5, 1), cell("lysep", 3, 10, 4.0, 0.4, 9),
+          cell("rfm", 2, 500, 1e-9, 1e-8, 0.1), cell("poly", 2, 66, 1.0, 0.05, 0.02)]
+    text = hs.answer({"a-k1": cs, "b-k2": []})
+    lines = text.splitlines()
+    assert lines[0] == "| " + " | ".join(hs.HEADER) + " |" and lines[1] == "|" + "---|" * len(hs.HEADER)
+    rows = [ln for ln in lines[2:] if ln.startswith("| ")]
+    assert rows[0].startswith("| a-k1 | paper | 1 of 1 sizes (ℓ2), 1 of 1 (J) | no: 4.00e-01 vs 1.00e-08 ")
+    assert rows[1] == "| a-k1 | torch | not run yet | not run yet | not run yet | not run yet |"
+    assert rows[2] == "| b-k2 | — | not run yet | not run yet | not run yet | not run yet |"
+    assert all(r.count("|") == len(hs.HEADER) + 1 for r in rows)
+    assert "a-k1: torch twin not run yet" in text and "Records of 1 of 2 problems; not run yet: b-k2." in text
+    assert hs.problem_table("b-k2", []).endswith("not run yet: no record of b-k2.\n")
+
+
+def test_torch_init_changes_names_what_moved():
+    base = [cell("rfm", 2, 500, 1e-9, 1e-8, 0.1)]
+    same = base + [cell(s, 3, 10, J, l2, 1, init=i) for i in hs.INITS for s, J, l2 in
+                   (("pinn", 5.0, 0.5), ("lysep", 4.0, 0.4))]
+    assert hs.changes(same) == "no"
+    moved = base + [cell("pinn", 3, 10, 5.0, 0.5, 1), cell("lysep", 3, 10, 6.0, 0.6, 9),
+                    cell("pinn", 3, 10, 5.0, 0.5, 1, init="torch"), cell("lysep", 3, 10, 4.0, 0.4, 9, init="torch")]
+    assert hs.changes(moved) == "yes ((a) LySep beats PINN at most sizes: no → yes)"
+
+
+def test_command_on_the_committed_records(tmp_path):
+    out = tmp_path / "summary"
+    r = cli.invoke(app, ["study", "harder-summary", "--config", str(CHOSEN), "--results", str(RESULTS),
+                         "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "| osc-ball-2d-k12 | paper | 1 of 4 sizes (ℓ2), 4 of 4 (J) |" in r.output
+    names = sorted(p.name for p in out.iterdir())
+    assert "answer.md" in names and "osc-ball-2d-k12.md" in names and len(names) == 8
+    table = (out / "osc-ball-2d-k12.md").read_text()
+    assert "| PINN | (3,10) | 1/5 | 4 |" in table and "| LySep (torch init) | (3,50) ◀ |" in table
+    committed = RESULTS / "summary"
+    for p in out.iterdir():  # the committed summary is what the command writes from the committed records
+        assert (committed / p.name).read_text() == p.read_text(), p.name
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    r = cli.invoke(app, ["study", "harder-summary", "--config", str(tmp_path / "none.yaml"), "--results", str(RESULTS)])
+    assert r.exit_code == 2 and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    r = cli.invoke(app, ["study", "harder-summary", "--config", str(CHOSEN), "--results", str(RESULTS),
+                         "--out", str(tmp_path / "no" / "such")])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+
+
+def test_docs_block_regenerates_with_no_diff():
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import refresh
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    text = DOC.read_text()
+    assert re.search(r"<!-- BEGIN lysep study harder-summary [^>]*--results results/harder -->", text)
+    assert refresh.refresh(text, refresh.lysep_runner("results/paper")) == text
+
+
+def test_accuracy_cost_figure_draws_the_twin_as_its_own_series(tmp_path):
+    from lysep_cli.reports.plot_accuracy_cost import plot_accuracy_cost
+    from lysep_cli.reports.plots import _cap_diverged, twins_of
+    from lysep_cli.reports.figures import plt
+    from lysep_cli.reports.selection import load_selection
+    from lysep_cli.specs import load_specs
+
+    every = list(load_specs(CHOSEN).values())
+    x = [s for s in every if s.name == "osc-ball-2d-k12"]
+    twins = twins_of(every, x)
+    assert [t.name for t in twins] == ["osc-ball-2d-k12-torch"]
+    sel = load_selection(RESULTS, x + twins, None, lambda m: None)
+    drawn = plot_accuracy_cost(sel.of("osc-ball-2d-k12"), "osc-ball-2d-k12", tmp_path, None,
+                               sel.of("osc-ball-2d-k12-torch"))
+    series = drawn.panels["l2"].series
+    assert {"LySep (torch init)", "PINN (torch init)", "rfls (torch init)"} <= set(series)
+    assert "rfm (torch init)" not in series and "poly (torch init)" not in series
+    assert drawn.panels["l2"].levels == {}  # the paper has no levels for these problems
+    assert (tmp_path / "osc-ball-2d-k12-accuracy-cost.png").stat().st_size > 0
+    # a diverged run at 1e290 no longer breaks the log axis of the loss figure
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    ax.plot([0, 1, 2], [1e3, 1e100, 1e290])
+    ax.plot([0, 1, 2], [1e3, 5e2, 1e2])
+    _cap_diverged(ax, [SimpleNamespace(ok=False, history={"J": [1e3, 1e100, 1e290]}),
+                       SimpleNamespace(ok=True, history={"J": [1e3, 5e2, 1e2]})])
+    assert ax.get_ylim()[1] == pytest.approx(1e6)
+    plt.close(fig)
