@@ -197,7 +197,7 @@ def test_brief_is_one_line_a_problem_with_both_inits_in_one_cell():
     assert "| no, 0 of 1 / yes, 1 of 1 |" in rows[1]
     assert rows[1].endswith("| pinn-lbfgs (torch init) (3,10): 1.00e-09, 2 s |")
     assert rows[2].startswith("| c-k3 | not run yet |")
-    assert lines[-1].startswith("Records of 2 of 3 problems;")
+    assert lines[-1].startswith("Over the 4 (problem, init) pairs run,") and "Records of 2 of 3 problems;" in lines[-1]
 
 
 def test_readme_block_regenerates_with_no_diff():
@@ -211,3 +211,21 @@ def test_readme_block_regenerates_with_no_diff():
     assert m
     block = refresh.BLOCK.search(text, m.start())
     assert block.group("body") == refresh.lysep_runner("results/paper")(m.group(1).split())
+
+
+def test_tally_sums_the_verdicts_over_problem_init_pairs():
+    rfm, poly = cell("rfm", 2, 500, 1e-9, 1e-8, 0.1), cell("poly", 2, 66, 1.0, 0.05, 0.02)
+    one = [rfm, poly, cell("pinn", 3, 10, 5.0, 0.5, 1), cell("lysep", 3, 10, 4.0, 0.4, 9),
+           cell("rfls", 3, 10, 4.0, 0.5, 0.01)]
+    # the second problem: LySep loses to PINN, beats poly within its CPU (poly's only cell fits), ℓ2 2× rfls's
+    two = [cell("rfm", 2, 500, 1.0, 0.9, 100.0), cell("poly", 2, 66, 1.0, 0.9, 0.5),
+           cell("pinn", 3, 10, 5.0, 0.1, 1), cell("lysep", 3, 10, 4.0, 0.4, 20),
+           cell("rfls", 3, 10, 4.0, 0.2, 0.01), cell("pinn-lbfgs", 3, 10, 1e-9, 1e-5, 2)]
+    text = hs.tally({"a": one, "b": two, "c": []})
+    assert text.startswith("Over the 2 (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in 1;")
+    assert "beats rfm at equal CPU in 0 of 1 (LySep spends 90× its CPU)" in text  # b's rfm costs more than LySep
+    assert "beats poly at equal CPU in 1 of 2 (LySep spends 40–450× its CPU)" in text
+    assert "its ℓ2 is 0.8–2× rfls's" in text and "in 2." in text
+    assert text.endswith("Best solver: pinn-lbfgs in 1, rfm in 1.")
+    assert hs.tally({"c": []}) == "No problem has LySep records yet."
+    assert hs._g(4810.2) == "4,810" and hs._g(0.75123) == "0.751" and hs._span([3.0, math.inf, 3.0]) == "3"

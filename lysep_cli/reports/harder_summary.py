@@ -264,10 +264,57 @@ def answer(by_problem: dict[str, list[Cell]]) -> str:
     lines = _table(HEADER, rows) + [""]
     lines.append("Torch init changes the verdict: " + ("; ".join(f"{n}: {changes(by_problem[n])}" for n in run)
                                                        if run else "no problem run yet") + ".")
+    lines.append(tally(by_problem))
     missing = [n for n, cs in by_problem.items() if not cs]
     lines.append(f"Records of {len(run)} of {len(by_problem)} problems"
                  + (f"; not run yet: {', '.join(missing)}." if missing else "."))
     return "\n".join(lines) + "\n"
+
+
+def _g(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant digits, thousands separated: 4810.2 -> "4,810", 0.7512 -> "0.751"."""
+    v = float(f"{x:.{digits}g}")
+    return f"{round(v):,}" if abs(v) >= 100 else f"{v:g}"
+
+
+def _span(xs: list[float], digits: int = 3) -> str:
+    """"lo–hi" of the finite values of ``xs`` ("—" when none; one value alone when they are equal)."""
+    xs = sorted(x for x in xs if math.isfinite(x))
+    if not xs:
+        return "—"
+    lo, hi = _g(xs[0], digits), _g(xs[-1], digits)
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def tally(by_problem: dict[str, list[Cell]]) -> str:
+    """The answer summed over every (problem, init) pair with LySep records: at how many LySep's mean ℓ2 beats
+    PINN's at most sizes; beats rfm and poly at equal CPU (and the span of LySep's CPU over theirs); the span
+    of LySep's mean ℓ2 over rfls's at LySep's chosen size (rfls: the closed-form output fit on the same seeded
+    hidden layers, same init); and the best solver's count."""
+    pairs = [(cs, i) for cs in by_problem.values() for i in INITS if chosen(cs, "lysep", i) is not None]
+    if not pairs:
+        return "No problem has LySep records yet."
+    pinn = sum(1 for cs, i in pairs if (v := lysep_vs_pinn(cs, i)).sizes and 2 * v.l2_wins > v.sizes)
+    parts = [f"Over the {len(pairs)} (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in {pinn}"]
+    for s in ONE_SOLVE:
+        vs = [v for cs, i in pairs if (v := equal_cpu(cs, i, s)) is not None and v.other is not None]
+        parts.append(f"beats {s} at equal CPU in {sum(bool(v.lysep_wins) for v in vs)} of {len(vs)} "
+                     f"(LySep spends {_span([v.ratio for v in vs])}× its CPU)")
+    ratios = []
+    for cs, i in pairs:
+        ly = chosen(cs, "lysep", i)
+        rf = next((c for c in cs if c.solver == "rfls" and c.init == i and (c.L, c.M) == (ly.L, ly.M)), None)
+        if rf is not None and rf.usable and rf.l2[0] > 0:
+            ratios.append(ly.key_l2 / rf.l2[0])
+    parts.append(f"its ℓ2 is {_span(ratios, 2)}× rfls's (the one closed-form output fit on its own seeded "
+                 f"layers, same size) in {len(ratios)}")
+    counts: dict[str, int] = {}
+    for cs, i in pairs:
+        b = best_overall(cs, i)
+        if b is not None:
+            counts[display_name(b.solver)] = counts.get(display_name(b.solver), 0) + 1
+    best = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return "; ".join(parts) + f". Best solver: {best}."
 
 
 def _both(texts: list[str]) -> str:
@@ -307,7 +354,7 @@ def brief(by_problem: dict[str, list[Cell]]) -> str:
     note = (f"Records of {run} of {len(by_problem)} problems; 5 seeds a cell; both inits in one cell, "
             "\"paper / torch\" where they differ; chosen sizes by training J, never the test error "
             "(the rule and every cell: docs/harder.md).")
-    return "\n".join(_table(header, rows) + ["", note]) + "\n"
+    return "\n".join(_table(header, rows) + ["", tally(by_problem) + " " + note]) + "\n"
 
 
 def problem_table(name: str, cs: list[Cell]) -> str:
@@ -352,5 +399,5 @@ def gather(specs: list[ExperimentSpec], records_of) -> dict[str, list[Cell]]:
             for x, t in problems(specs)}
 
 
-__all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "brief", "problem_table",
+__all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "brief", "tally", "problem_table",
            "summarise", "gather", "problems", "changes", "series_name", "NOT_RUN"]
