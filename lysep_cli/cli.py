@@ -552,12 +552,14 @@ def study_kappa(
     families: Optional[list[str]] = typer.Argument(None, help="family names (default: every family of the file)"),
     out: Path = typer.Option(Path("results/harder"), "--out", parser=path_value,
                              help="writes OUT/study-kappa/kappa.csv, kappa.md and OUT/experiments.yaml"),
+    also: Optional[list[str]] = typer.Option(None, "--also", help="also write this member (e.g. osc-ball-2d-k16) "
+                                             "into OUT/experiments.yaml: another problem of the family, by hand"),
     config: Config = None,
 ) -> None:
     """Each family's kappa from the one-solve baselines alone: poly (largest degree) and rfm (held-out rule)
     at every kappa of its grid; the smallest kappa with poly's l2 >= 1e-2 (docs/harder.md).  Naming some
     families keeps the other families' rows of an earlier OUT/study-kappa/kappa.csv."""
-    from lysep_cli.reports.kappa import kappa_study, merged, read_rows, write_study
+    from lysep_cli.reports.kappa import also_members, kappa_study, merged, read_rows, write_study
 
     path = config if config is not None else specs.default_config()
     found, loaded = specs.load_families(path), opt.load(path)
@@ -569,8 +571,17 @@ def study_kappa(
     chosen = {k: v for k, v in found.items() if not families or k in families}
     specs.select_experiments(loaded, [f.member(k) for f in chosen.values() for k in f.kappas])
     opt.writable_dir(out, "--out")
+    grid = {f.member(k) for f in found.values() for k in f.kappas}
+    stray = [n for n in also or [] if n not in grid]
+    if stray:  # before minutes of study
+        raise BadInput(f"--also {stray[0]!r}: not a member of a family's grid (e.g. {next(iter(grid))})")
     df = merged(read_rows(out), kappa_study(chosen, loaded, _say), found)
-    for written in write_study(df, found, loaded, out, f"lysep study kappa --config {path} --out {out}"):
+    try:
+        extra = also_members(also or [], found, df)
+    except ValueError as e:
+        raise BadInput(str(e)) from None
+    command = f"lysep study kappa --config {path} --out {out}" + "".join(f" --also {n}" for n in also or [])
+    for written in write_study(df, found, loaded, out, command, extra):
         typer.echo(str(written))
 
 

@@ -239,3 +239,27 @@ def test_a_study_of_some_families_keeps_the_others_rows(tmp_path):
     df = pd.read_csv(out / "study-kappa" / "kappa.csv")
     assert list(df.family) == ["wave"] * 3 + ["easy"] * 2  # the file's order, easy's rows kept
     assert list(load_specs(out / "experiments.yaml")) == ["wave-k8"]
+
+
+def test_also_writes_another_member_by_hand_and_refuses_a_stray_one(tmp_path):
+    config, out = tmp_path / "tiny.yaml", tmp_path / "out"
+    config.write_text(TINY)
+    r = cli.invoke(app, ["study", "kappa", "--config", str(config), "--out", str(out), "--also", "easy-k1",
+                         "--also", "wave-k32"])
+    assert r.exit_code == 0, r.output
+    df = pd.read_csv(out / "study-kappa" / "kappa.csv")
+    first = int(df[(df.family == "wave") & (df.poly_l2 >= THRESHOLD)].kappa.min())
+    chosen = load_specs(out / "experiments.yaml")
+    # the rule's choice first, then the named members (a family with no kappa may still be named)
+    expected = [f"wave-k{first}", "easy-k1"] + (["wave-k32"] if first != 32 else [])
+    assert list(chosen) == expected
+    row = df[(df.family == "easy") & (df.kappa == 1)].iloc[0]
+    assert chosen["easy-k1"].solvers["rfm"].sigma == row.rfm_sigma  # its own held-out (sigma, M)
+    assert chosen["easy-k1"].problem.identity() == load_specs(config)["easy-k1"].problem.identity()
+    text = (out / "experiments.yaml").read_text()
+    assert "--also easy-k1 --also wave-k32" in text and "named by hand (--also), not chosen by the rule" in text
+    assert choices(df)["easy"].kappa is None  # naming a member never changes the rule's verdict
+    for bad in ("wave-k2", "nope-k1"):
+        r = cli.invoke(app, ["study", "kappa", "--config", str(config), "--out", str(tmp_path / "o"), "--also", bad])
+        assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "not a member" in r.output, r.output
+        assert not (tmp_path / "o").exists()

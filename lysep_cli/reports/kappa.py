@@ -205,31 +205,51 @@ def held_out_degree(spec: ExperimentSpec) -> int:
     return chosen_degree(pd.DataFrame(rows, columns=DEGREE_COLUMNS))
 
 
-def chosen_blocks(families: dict[str, Family], df: pd.DataFrame,
-                  specs: dict[str, ExperimentSpec]) -> tuple[dict[str, Any], dict[str, Any]]:
+def chosen_blocks(families: dict[str, Family], df: pd.DataFrame, specs: dict[str, ExperimentSpec],
+                  also: dict[str, list[float]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(problems, experiments) of the chosen members, as the experiments file writes them: rfm at its
-    held-out (sigma, M) from the study's row, poly at its held-out degree (poly_degree.chosen_degree)."""
+    held-out (sigma, M) from the study's row, poly at its held-out degree (poly_degree.chosen_degree).
+    ``also``: family -> further kappas of its grid written the same way (members named by hand, ``--also``:
+    other problems of the same families, never a change of the rule's choice)."""
     problems: dict[str, Any] = {}
     experiments: dict[str, Any] = {}
-    for name, choice in choices(df).items():
-        if choice.kappa is None:
-            continue
+    wanted = [(name, choice.kappa) for name, choice in choices(df).items() if choice.kappa is not None]
+    wanted += [(name, k) for name, ks in (also or {}).items() for k in ks if (name, k) not in wanted]
+    for name, kappa in wanted:
         family = families[name]
-        member = family.member(choice.kappa)
-        row = df[(df.family == name) & (df.kappa == choice.kappa)].iloc[0]
+        member = family.member(kappa)
+        row = df[(df.family == name) & (df.kappa == kappa)].iloc[0]
         spec = specs[member]
         degree = held_out_degree(spec)
         P = polynomial.n_monomials(experiment_data(spec).problem.n_in, degree)
-        block = family.experiment_block(choice.kappa)
+        block = family.experiment_block(kappa)
         solvers = {k: dict(v or {}) for k, v in block["solvers"].items()}
         if "rfm" in solvers:
             solvers["rfm"].update(sigma=float(row.rfm_sigma), sizes=[[2, int(row.rfm_M)]])
         if "poly" in solvers:
             solvers["poly"].update(degree=degree, sizes=[[2, P]])
-        problems[member] = family.problem_block(choice.kappa)
+        problems[member] = family.problem_block(kappa)
         experiments[member] = {"problem": member, **{k: v for k, v in block.items() if k != "problem"},
                                "solvers": solvers}
     return problems, experiments
+
+
+def also_members(names: list[str], families: dict[str, Family], df: pd.DataFrame) -> dict[str, list[float]]:
+    """``--also`` member names (``F-k<kappa>``, kappa on F's grid and in the study's rows) as family -> kappas;
+    ValueError with one line naming the first that is not."""
+    by_member = {f.member(k): (f.name, k) for f in families.values() for k in f.kappas}
+    studied = {(str(r.family), float(r.kappa)) for r in df.itertuples()}
+    out: dict[str, list[float]] = {}
+    for n in names:
+        if n not in by_member:
+            raise ValueError(f"--also {n!r}: not a member of a family's grid (e.g. "
+                             f"{next(iter(by_member), 'osc-ball-2d-k16')})")
+        name, k = by_member[n]
+        if (name, float(k)) not in studied:
+            raise ValueError(f"--also {n!r}: family {name} has no study rows at kappa {kappa_text(k)} here "
+                             f"(name the family to study it)")
+        out.setdefault(name, []).append(k)
+    return out
 
 
 def chosen_yaml(problems: dict[str, Any], experiments: dict[str, Any], command: str) -> str:
@@ -237,6 +257,8 @@ def chosen_yaml(problems: dict[str, Any], experiments: dict[str, Any], command: 
     head = (f"# Written by `{command}` (lysep_cli/reports/kappa.py); do not edit: rerun it.\n"
             f"# The families' members at the kappa the rule chose (poly's l2 >= {THRESHOLD:g}),\n"
             "# rfm at its held-out (sigma, M), poly at its held-out degree (docs/harder.md).\n")
+    if "--also" in command:
+        head += "# Members after the chosen ones were named by hand (--also), not chosen by the rule.\n"
     if not experiments:
         return head + "# No family was given a kappa.\n"
     return head + dump_yaml({"problems": problems, "experiments": experiments})
@@ -289,12 +311,12 @@ def markdown(df: pd.DataFrame, families: dict[str, Family]) -> str:
 
 
 def write_study(df: pd.DataFrame, families: dict[str, Family], specs: dict[str, ExperimentSpec], out: Path,
-                command: str) -> list[Path]:
+                command: str, also: dict[str, list[float]] | None = None) -> list[Path]:
     """OUT/study-kappa/kappa.csv, kappa.md and OUT/experiments.yaml (each atomically; ``families``: those
-    of the file, the rows of ``df`` name some or all of them)."""
+    of the file, the rows of ``df`` name some or all of them; ``also``: chosen_blocks')."""
     study = out / "study-kappa"
     study.mkdir(parents=True, exist_ok=True)
-    problems, experiments = chosen_blocks(families, df, specs)
+    problems, experiments = chosen_blocks(families, df, specs, also)
     return [write_text(study / "kappa.csv", df.to_csv(index=False)),
             write_text(study / "kappa.md", markdown(df, families)),
             write_text(out / "experiments.yaml", chosen_yaml(problems, experiments, command))]
