@@ -533,17 +533,18 @@ def study_harder_summary(
 ) -> None:
     """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
     rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
-    from lysep_cli.reports.harder_summary import answer, brief, gather, summarise
+    from lysep_cli.reports.harder_summary import answer, brief, fixed_tau, gather, summarise
     from lysep_cli.reports.selection import load_selection
 
     chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
     sel = load_selection(results, chosen, None, _warn)
     by_problem = gather(chosen, sel.of)
+    taus = {n: fixed_tau(results / n / "study-step-size" / "runs.csv") for n in by_problem}
     if out is not None:
         opt.out_path(out, True)
-        for path in summarise(by_problem, out):
+        for path in summarise(by_problem, out, taus):
             _say(str(path))
-    typer.echo((brief if brief_ else answer)(by_problem), nl=False)
+    typer.echo(brief(by_problem) if brief_ else answer(by_problem, taus), nl=False)
 
 
 @study_app.command("kappa", cls=opt.Command)

@@ -247,9 +247,10 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def answer(by_problem: dict[str, list[Cell]]) -> str:
+def answer(by_problem: dict[str, list[Cell]], taus: dict[str, list[FixedTau]] | None = None) -> str:
     """The answer block (Markdown): per problem and init the verdicts, "not run yet" for a problem without
-    records; then whether the torch init changes the verdict."""
+    records; then whether the torch init changes the verdict, the tally, and (``taus``: problem -> its
+    fixed-τ study) LySep as written, one fixed τ, beside the default rule."""
     rows = []
     for name, cs in by_problem.items():
         if not cs:
@@ -265,10 +266,68 @@ def answer(by_problem: dict[str, list[Cell]]) -> str:
     lines.append("Torch init changes the verdict: " + ("; ".join(f"{n}: {changes(by_problem[n])}" for n in run)
                                                        if run else "no problem run yet") + ".")
     lines.append(tally(by_problem))
+    if taus is not None:
+        lines.append("LySep as written (one fixed τ, the best by training J; `lysep study step-size`, paper init): "
+                     + "; ".join(f"{n}: {fixed_tau_text(taus.get(n, []))}" for n in by_problem) + ".")
     missing = [n for n, cs in by_problem.items() if not cs]
     lines.append(f"Records of {len(run)} of {len(by_problem)} problems"
                  + (f"; not run yet: {', '.join(missing)}." if missing else "."))
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# LySep as written: one fixed tau (``lysep study step-size``, RESULTS/X/study-step-size/runs.csv).
+
+@dataclass(frozen=True)
+class FixedTau:
+    """One size of a problem's fixed-τ study: the best fixed τ by mean final training J over its finished
+    runs (more than half finished; ties: the smaller τ), its runs and means, and the default rule's (the
+    study reruns it at each seed) beside it; ``seconds``: mean wall seconds per run (fixed, default)."""
+
+    L: int
+    M: int
+    tau: float
+    finished: int
+    runs: int
+    J: float
+    l2: float
+    default_J: float
+    default_l2: float
+    seconds: tuple[float, float]
+
+
+def fixed_tau(path: Path) -> list[FixedTau]:
+    """The study's best fixed τ per size from its runs.csv; [] when there is no such file or no usable τ."""
+    if not path.is_file():
+        return []
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    out = []
+    for (L, M), part in df.groupby(["L", "M"], sort=True):
+        ok = part[(part.status == "ok") & np.isfinite(part.J.astype(float)) & np.isfinite(part.l2.astype(float))]
+        fixed = part[part.rule == "fixed"]
+        best = None
+        for tau, runs in fixed.groupby("tau", sort=True):
+            done = ok[(ok.rule == "fixed") & (ok.tau == tau)]
+            if 2 * len(done) > len(runs) and (best is None or done.J.mean() < best[1].J.mean()):
+                best = (float(tau), done, len(runs))
+        default = ok[ok.rule != "fixed"]
+        if best is None or not len(default):
+            continue
+        tau, done, runs = best
+        out.append(FixedTau(int(L), int(M), tau, len(done), runs, float(done.J.mean()), float(done.l2.mean()),
+                            float(default.J.mean()), float(default.l2.mean()),
+                            (float(done.seconds.mean()), float(default.seconds.mean()))))
+    return out
+
+
+def fixed_tau_text(rows: list[FixedTau]) -> str:
+    """"τ = 0 at (3,10): ℓ2 1.21e+00 (default rule 1.21e+00)" per size, "; "-joined; "not run" when none."""
+    if not rows:
+        return "not run"
+    return "; ".join(f"τ = {r.tau:g} at ({r.L},{r.M}): ℓ2 {sci(r.l2)} (default rule {sci(r.default_l2)})"
+                     for r in rows)
 
 
 def _g(x: float, digits: int = 3) -> str:
@@ -357,8 +416,9 @@ def brief(by_problem: dict[str, list[Cell]]) -> str:
     return "\n".join(_table(header, rows) + ["", tally(by_problem) + " " + note]) + "\n"
 
 
-def problem_table(name: str, cs: list[Cell]) -> str:
-    """PROBLEM.md: every (solver, init, size) cell, the chosen sizes and the verdicts."""
+def problem_table(name: str, cs: list[Cell], taus: list[FixedTau] | None = None) -> str:
+    """PROBLEM.md: every (solver, init, size) cell, the chosen sizes and the verdicts; then (``taus``) the
+    fixed-τ study's best τ per size beside the default rule."""
     lines = [f"# {name}: every solver, init and size (lysep study harder-summary)", ""]
     if not cs:
         return "\n".join(lines + [f"{NOT_RUN}: no record of {name}."]) + "\n"
@@ -376,20 +436,30 @@ def problem_table(name: str, cs: list[Cell]) -> str:
     lines += ["## Verdict", ""] + _table(HEADER, [verdict_row(name, cs, i) for i in INITS
                                                  if any(c.init == i for c in cs)])
     lines += ["", f"Torch init changes the verdict: {changes(cs)}."]
+    if taus:
+        lines += ["", "## LySep as written: one fixed τ (lysep study step-size, paper init)", ""]
+        lines += _table(["(L, M)", "best fixed τ (by training J)", "finished", "J", "ℓ2", "default rule: J",
+                         "default rule: ℓ2", "wall s / run (fixed, default)"],
+                        [[f"({r.L},{r.M})", f"{r.tau:g}", f"{r.finished}/{r.runs}", sci(r.J), sci(r.l2),
+                          sci(r.default_J), sci(r.default_l2), f"{r.seconds[0]:.3g}, {r.seconds[1]:.3g}"]
+                         for r in taus])
+        lines += ["", "Means over the finished runs; the τ grid and every τ's runs: "
+                  f"results/harder/{name}/study-step-size/summary.md."]
     return "\n".join(lines) + "\n"
 
 
-def summarise(by_problem: dict[str, list[Cell]], out: Path) -> list[Path]:
+def summarise(by_problem: dict[str, list[Cell]], out: Path,
+              taus: dict[str, list[FixedTau]] | None = None) -> list[Path]:
     """Write OUT/PROBLEM.md per problem and OUT/answer.md; their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, cs in by_problem.items():
         p = out / f"{name}.md"
-        p.write_text(problem_table(name, cs))
+        p.write_text(problem_table(name, cs, (taus or {}).get(name)))
         paths.append(p)
     p = out / "answer.md"
     p.write_text("# The harder suite's answer (lysep study harder-summary; the rule: docs/harder.md)\n\n"
-                 + answer(by_problem))
+                 + answer(by_problem, taus))
     return paths + [p]
 
 
@@ -400,4 +470,4 @@ def gather(specs: list[ExperimentSpec], records_of) -> dict[str, list[Cell]]:
 
 
 __all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "brief", "tally", "problem_table",
-           "summarise", "gather", "problems", "changes", "series_name", "NOT_RUN"]
+           "summarise", "gather", "FixedTau", "fixed_tau", "fixed_tau_text", "problems", "changes", "series_name", "NOT_RUN"]
