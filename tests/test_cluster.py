@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -184,6 +185,13 @@ def test_local_cluster_identical_to_jobs_1(tiny, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # In-process clusters driven through the runner.
 
+def runs(task: str, key) -> bool:
+    """Whether dask task ``task`` ('lysep-EXP-SOLVER-L3-M6-seed0_1_2-HASH') runs ``key`` (a RunKey)."""
+    m = re.search(r"-L(\d+)-M(\d+)-seed([\d_]+)-", task)
+    return (m is not None and f"-{key.solver}-L" in task and (int(m[1]), int(m[2])) == (key.L, key.M)
+            and str(key.seed) in m[3].split("_"))
+
+
 class KillOnFirstDone(runner.Reporter):
     """After the first finished run, SIGKILL a worker process that is running a task."""
 
@@ -195,7 +203,9 @@ class KillOnFirstDone(runner.Reporter):
             return
         deadline = time.monotonic() + 10
         while self.killed is None and time.monotonic() < deadline:
-            busy = [w for w, tasks in self.client.processing().items() if tasks and w in self.pids]
+            # the scheduler may still list the task whose run just finished (a loaded machine): not that one
+            busy = [w for w, tasks in self.client.processing().items()
+                    if w in self.pids and any(not runs(str(t), key) for t in tasks)]
             if busy:
                 self.killed = (busy[0], list(self.client.processing()[busy[0]]))
                 os.kill(self.pids[busy[0]], signal.SIGKILL)
