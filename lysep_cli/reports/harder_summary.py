@@ -200,7 +200,7 @@ def _cost_text(v: CostVerdict | None) -> str:
     if v.other is None:
         return f"no cell within LySep's {v.lysep.cpu:.3g} s"
     word = "yes" if v.lysep_wins else "no"
-    return f"{word}: {sci(v.lysep.key_l2)} vs {sci(v.other.key_l2)} (LySep costs {v.ratio:.3g}× its CPU)"
+    return f"{word}: {sci(v.lysep.key_l2)} vs {sci(v.other.key_l2)} (LySep costs {_g(v.ratio)}× its CPU)"
 
 
 def _best_text(c: Cell | None) -> str:
