@@ -226,7 +226,7 @@ def test_tally_sums_the_verdicts_over_problem_init_pairs():
     assert "beats rfm at equal CPU in 0 of 1 (LySep spends 90× its CPU)" in text  # b's rfm costs more than LySep
     assert "beats poly at equal CPU in 1 of 2 (LySep spends 40–450× its CPU)" in text
     assert "its ℓ2 is 0.8–2× rfls's" in text and "in 2." in text
-    assert text.endswith("Best solver: pinn-lbfgs in 1, rfm in 1.")
+    assert text.endswith("Best solver: pinn-lbfgs in 1 (its median ℓ2 1.1e-05× rfm's), rfm in 1.")
     assert hs.tally({"c": []}) == "No problem has LySep records yet."
     assert hs._g(4810.2) == "4,810" and hs._g(0.75123) == "0.751" and hs._span([3.0, math.inf, 3.0]) == "3"
 
@@ -248,3 +248,19 @@ def test_fixed_tau_picks_the_best_usable_tau_by_training_J(tmp_path):
     assert hs.fixed_tau(tmp_path / "none.csv") == [] and hs.fixed_tau_text([]) == "not run"
     table = hs.problem_table("a-k1", [cell("lysep", 3, 10, 0.8, 0.4, 20)], [r])
     assert "| (3,10) | 1e-08 | 3/3 | 5.00e-01 | 7.00e-01 | 8.00e-01 | 4.00e-01 | 11, 20 |" in table
+
+
+def test_readme_answer_sentence_quotes_the_tally_of_the_committed_records():
+    """README's plain-words answer says what the generated tally says (so neither drifts alone)."""
+    flat = " ".join((ROOT / "README.md").read_text().split())
+    tally = [ln for ln in (RESULTS / "summary" / "answer.md").read_text().splitlines() if ln.startswith("Over the ")][0]
+    pairs, pinn = re.search(r"Over the (\d+) \(problem, init\) pairs run, .*? at most sizes in (\d+);", tally).groups()
+    rfm = re.search(r"beats rfm at equal CPU in 0 of \d+ \(LySep spends ([\d,–]+)× its CPU\)", tally).group(1)
+    poly = re.search(r"beats poly at equal CPU in 0 of \d+ \(LySep spends ([\d,–]+)× its CPU\)", tally).group(1)
+    rfls = re.search(r"its ℓ2 is ([\d.–]+)× rfls's", tally).group(1)
+    best = re.search(r"Best solver: pinn-lbfgs in (\d+)", tally).group(1)
+    said = (f"In all {pairs} (problem, init) pairs LySep's ℓ2 is above rfm's and poly's while it spends {rfm}× rfm's "
+            f"CPU and {poly}× poly's, within {rfls}× of rfls's on its own seeded layers; it beats PINN-GD in {pinn} "
+            f"of {pairs}; where anything beats the one-solve fits it is pinn-lbfgs, a network trained end to end, "
+            f"best in {best} of {pairs}")
+    assert said in flat

@@ -368,11 +368,17 @@ def tally(by_problem: dict[str, list[Cell]]) -> str:
     parts.append(f"its ℓ2 is {_span(ratios, 2)}× rfls's (the one closed-form output fit on its own seeded "
                  f"layers, same size) in {len(ratios)}")
     counts: dict[str, int] = {}
+    vs_rfm: dict[str, list[float]] = {}
     for cs, i in pairs:
         b = best_overall(cs, i)
         if b is not None:
-            counts[display_name(b.solver)] = counts.get(display_name(b.solver), 0) + 1
-    best = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+            name = display_name(b.solver)
+            counts[name] = counts.get(name, 0) + 1
+            rfm = chosen(cs, "rfm", "paper")
+            if b.solver != "rfm" and rfm is not None and rfm.l2_median > 0:
+                vs_rfm.setdefault(name, []).append(b.l2_median / rfm.l2_median)
+    best = ", ".join(f"{k} in {n}" + (f" (its median ℓ2 {_span(vs_rfm[k], 2)}× rfm's)" if k in vs_rfm else "")
+                     for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return "; ".join(parts) + f". Best solver: {best}."
 
 
