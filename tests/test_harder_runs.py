@@ -234,3 +234,20 @@ def test_run_script_runs_every_experiment_then_the_fixed_tau_study():
     assert [s.split()[2] for s in studies] == [n for n in runs if not n.endswith(TWIN_SUFFIX)]
     assert all("--sizes smallest --seeds 0-4 --iterations 2000" in s for s in studies)
     assert out[-2].startswith("status ") and out[-1].startswith("verify ") and "--all" not in out[-1]
+
+
+def test_fixed_tau_studies_rerun_the_suites_own_lysep_bit_for_bit():
+    """Each committed fixed-tau study reruns the default rule at each seed: its final J and ℓ2 are the suite's
+    own LySep records of that size, bit for bit (docs/harder.md, "LySep as written")."""
+    import json
+
+    studies = sorted((ROOT / "results" / "harder").glob("*/study-step-size/runs.csv"))
+    if not studies:
+        pytest.skip("no fixed-tau study committed yet")
+    for path in studies:
+        df = pd.read_csv(path)
+        default = df[df.rule != "fixed"]
+        assert len(default) and set(default.status) == {"ok"}, path
+        for r in default.itertuples():
+            rec = json.loads((path.parents[1] / "lysep" / f"L{r.L}-M{r.M}" / f"seed-{r.seed}.json").read_text())
+            assert (float(r.J), float(r.l2)) == (rec["final"]["J"], rec["final"]["l2"]), (path, r.seed)
