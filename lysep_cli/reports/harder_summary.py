@@ -398,7 +398,7 @@ def brief(by_problem: dict[str, list[Cell]]) -> str:
             continue
         inits = [i for i in INITS if any(c.init == i and c.solver == "lysep" for c in cs)]
         ly = chosen(cs, "lysep", "paper")
-        ly_text = f"{sci(ly.key_l2)} ({ly.L},{ly.M}), {ly.cpu:.2g} s" if ly else "—"
+        ly_text = f"{sci(ly.key_l2)} ({ly.L},{ly.M}), {_g(ly.cpu)} s" if ly else "—"
         a = [lysep_vs_pinn(cs, i) for i in inits]
         a_text = _both([f"{'yes' if 2 * v.l2_wins > v.sizes else 'no'}, {v.l2_wins} of {v.sizes}" if v.sizes
                         else "—" for v in a])
