@@ -232,22 +232,29 @@ def test_tally_sums_the_verdicts_over_problem_init_pairs():
 
 
 def test_fixed_tau_picks_the_best_usable_tau_by_training_J(tmp_path):
-    rows = ["L,M,seed,rule,tau,iterations,status,diverged_at,J,J_S,l2,seconds"]
+    from lysep_cli.reports.study import COLUMNS as STUDY_COLUMNS
+
+    rows = [",".join(STUDY_COLUMNS)]
+    tail = "0,0,1.0,1.0,1.0"  # hidden_move, violations, J_first, W3_norm, largest_final_step
     for seed in range(3):
-        rows.append(f"3,10,{seed},fixed,0.0,2000,ok,,1.0,1.0,0.5,10")
-        rows.append(f"3,10,{seed},fixed,1e-08,2000,ok,,0.5,0.4,0.7,11")  # lower J, higher ℓ2: J decides
+        rows.append(f"3,10,{seed},fixed,0.0,2000,ok,,1.0,1.0,0.5,{tail},10")
+        rows.append(f"3,10,{seed},fixed,1e-08,2000,ok,,0.5,0.4,0.7,{tail},11")  # lower J, higher ℓ2: J decides
+        rows.append(f"3,10,{seed},fixed,1e-10,2000,ok,,0.5000001,0.4,0.6,{tail},11")  # a tie: the smaller tau
         status, J = ("ok", 0.01) if seed == 0 else ("diverged", "nan")
-        rows.append(f"3,10,{seed},fixed,1.0,2000,{status},5,{J},{J},0.1,3")  # 1 of 3 finished: not usable
-        rows.append(f"3,10,{seed},backtracking,,2000,ok,,0.8,0.6,0.4,20")
+        rows.append(f"3,10,{seed},fixed,1.0,2000,{status},5,{J},{J},0.1,{tail},3")  # diverged runs: not usable
+        rows.append(f"3,10,{seed},backtracking,,2000,ok,,0.8,0.6,0.4,{tail},20")
     path = tmp_path / "runs.csv"
     path.write_text("\n".join(rows) + "\n")
     (r,) = hs.fixed_tau(path)
-    assert (r.L, r.M, r.tau, r.finished, r.runs) == (3, 10, 1e-8, 3, 3)
-    assert (r.J, r.l2, r.default_J, r.default_l2, *r.seconds) == pytest.approx((0.5, 0.7, 0.8, 0.4, 11.0, 20.0))
-    assert hs.fixed_tau_text([r]) == "τ = 1e-08 at (3,10): ℓ2 7.00e-01 (default rule 4.00e-01)"
+    assert (r.L, r.M, r.tau, r.finished, r.runs) == (3, 10, 1e-10, 3, 3)
+    assert (r.J, r.l2, r.default_J, r.default_l2, *r.seconds) == pytest.approx((0.5, 0.6, 0.8, 0.4, 11.0, 20.0))
+    assert hs.fixed_tau_text([r]) == "τ = 1e-10 at (3,10): ℓ2 6.00e-01 (default rule 4.00e-01)"
     assert hs.fixed_tau(tmp_path / "none.csv") == [] and hs.fixed_tau_text([]) == "not run"
     table = hs.problem_table("a-k1", [cell("lysep", 3, 10, 0.8, 0.4, 20)], [r])
-    assert "| (3,10) | 1e-08 | 3/3 | 5.00e-01 | 7.00e-01 | 8.00e-01 | 4.00e-01 | 11, 20 |" in table
+    assert "| (3,10) | 1e-10 | 3/3 | 5.00e-01 | 6.00e-01 | 8.00e-01 | 4.00e-01 | 11, 20 |" in table
+    # the same pick as the study's own summary (lysep study step-size)
+    from lysep_cli.reports.study import best_fixed, read_runs, summarise
+    assert float(best_fixed(summarise(read_runs(path))).best_tau.iloc[0]) == r.tau
 
 
 def test_readme_answer_sentence_quotes_the_tally_of_the_committed_records():

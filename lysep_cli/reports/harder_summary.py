@@ -280,9 +280,10 @@ def answer(by_problem: dict[str, list[Cell]], taus: dict[str, list[FixedTau]] | 
 
 @dataclass(frozen=True)
 class FixedTau:
-    """One size of a problem's fixed-τ study: the best fixed τ by mean final training J over its finished
-    runs (more than half finished; ties: the smaller τ), its runs and means, and the default rule's (the
-    study reruns it at each seed) beside it; ``seconds``: mean wall seconds per run (fixed, default)."""
+    """One size of a problem's fixed-τ study: the best fixed τ as the study itself picks it
+    (:func:`lysep_cli.reports.study.best_fixed`: the least mean final training J among the τ none of whose
+    runs diverged, ties to the smaller τ), its runs and means, and the default rule's (the study reruns it at
+    each seed) beside it; ``seconds``: mean wall seconds per run (fixed, default)."""
 
     L: int
     M: int
@@ -298,28 +299,23 @@ class FixedTau:
 
 def fixed_tau(path: Path) -> list[FixedTau]:
     """The study's best fixed τ per size from its runs.csv; [] when there is no such file or no usable τ."""
-    if not path.is_file():
-        return []
-    import pandas as pd
+    from lysep_cli.reports.study import best_fixed, read_runs, summarise as study_summary
 
-    df = pd.read_csv(path)
+    df = read_runs(path)
+    if df is None or not len(df):
+        return []
     out = []
-    for (L, M), part in df.groupby(["L", "M"], sort=True):
-        ok = part[(part.status == "ok") & np.isfinite(part.J.astype(float)) & np.isfinite(part.l2.astype(float))]
-        fixed = part[part.rule == "fixed"]
-        best = None
-        for tau, runs in fixed.groupby("tau", sort=True):
-            done = ok[(ok.rule == "fixed") & (ok.tau == tau)]
-            if 2 * len(done) > len(runs) and (best is None or done.J.mean() < best[1].J.mean()):
-                best = (float(tau), done, len(runs))
-        default = ok[ok.rule != "fixed"]
-        if best is None or not len(default):
+    for r in best_fixed(study_summary(df)).itertuples():
+        if r.best is None or r.backtracking is None:
             continue
-        tau, done, runs = best
-        out.append(FixedTau(int(L), int(M), tau, len(done), runs, float(done.J.mean()), float(done.l2.mean()),
-                            float(default.J.mean()), float(default.l2.mean()),
-                            (float(done.seconds.mean()), float(default.seconds.mean()))))
-    return out
+        size = df[(df.L == r.L) & (df.M == r.M)]
+        wall = (size[(size.rule == "fixed") & (size.tau == r.best_tau)].seconds.mean(),
+                size[size.rule != "fixed"].seconds.mean())
+        b, d = r.best, r.backtracking
+        out.append(FixedTau(int(r.L), int(r.M), float(r.best_tau), int(b.n - b.diverged), int(b.n),
+                            float(b.J_mean), float(b.l2_mean), float(d.J_mean), float(d.l2_mean),
+                            (float(wall[0]), float(wall[1]))))
+    return sorted(out, key=lambda f: (f.L, f.M))
 
 
 def fixed_tau_text(rows: list[FixedTau]) -> str:
