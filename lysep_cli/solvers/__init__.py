@@ -1,7 +1,8 @@
 """Solver registry: name -> module (with ``Settings`` and ``solve``), imported on first use.
 
 An entry is "package.module" (the function ``solve``) or "package.module:function"; the settings class
-is the module's ``Settings``.
+is the function's ``Settings`` attribute if it has one (varpro: one module, a settings class per ``hidden``
+method), else the module's ``Settings``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ SOLVERS: dict[str, str] = {
     "pinn-adam": "lysep_cli.solvers.adam",
     "pinn-lbfgs": "lysep_cli.solvers.lbfgs",
     "pinn-lm": "lysep_cli.solvers.lm",
+    "varpro-lm": "lysep_cli.solvers.varpro:solve_lm",
+    "varpro-lbfgs": "lysep_cli.solvers.varpro:solve_lbfgs",
+    "varpro-gd": "lysep_cli.solvers.varpro:solve_gd",
 }
 PAPER_SOLVERS = ("pinn", "lysep")
 
@@ -30,7 +34,8 @@ def solver_def(name: str) -> SolverDef:
         raise ValueError(f"unknown solver {name!r}; choose from {', '.join(SOLVERS)}")
     module_name, _, func = SOLVERS[name].partition(":")
     module = import_module(module_name)
-    return SolverDef(name, module.Settings, getattr(module, func or "solve"),
+    solve = getattr(module, func or "solve")
+    return SolverDef(name, getattr(solve, "Settings", module.Settings), solve,
                      getattr(module, "CAPABILITIES", Capabilities()))
 
 
