@@ -7,24 +7,29 @@ numbers) and the output layer w = [W_L^T; b_L] (M + 1).  The PINN residual is li
     R(theta, w) = A(theta) w - Y,    A = [B; K]^T  (N, M + 1)      (jacobian.output_layer_system, `eq:GD_W3`)
 
 so for every theta the best output layer is a linear least-squares solve, done as rfls does it (SVD,
-LAPACK gelsd, singular values below rcond * s_max dropped):
+LAPACK gelsd, singular values below rcond * s_max dropped), on the system stacked with a ridge term:
 
-    w*(theta) = A(theta)^+ Y,     r(theta) = A w* - Y = -P_perp Y,     P_perp = I - A A^+,
+    w*(theta) = argmin_w ||A w - Y||^2 + mu ||w||^2 = [A; sqrt(mu) I]^+ [Y; 0],   mu = (rho s_max(A(theta_0)))^2,
 
-and the hidden layers minimise the reduced loss (the PINN loss J at w = w*)
+r = A w* - Y, and the hidden layers minimise the reduced loss
 
-    F(theta) = ||r(theta)||^2 / N = min_w J(theta, w).
+    F(theta) = (||r||^2 + mu ||w*||^2) / N = min_w J(theta, w) + mu ||w||^2 / N     (J: the PINN loss).
 
-Its gradient is the PINN gradient's hidden block at w = w* (dF/dw = 2 A^T r / N = 0 there):
+Its gradient is the PINN gradient's hidden block at w = w* (the w-derivative vanishes at w*, and the ridge
+term does not depend on theta; mu is fixed for the run):
 
     grad F(theta) = 2 (dR/dtheta)^T r / N        at (theta, w*(theta)).
 
-The Jacobian of r is (Golub-Pereyra) dr/dtheta = P_perp (dA/dtheta) w* - (A^+)^T (dA/dtheta)^T r; Kaufman
-keeps the first term,
+The ridge (setting ``ridge`` = rho, 1e-8 by default; 0 is rfls's plain solve) is what makes that formula
+usable: A's condition number reaches 1e10 .. 1e17, the plain solve's w* is then wrong along A's smallest
+singular vectors (an error growing like cond^2 eps), and the formula misses F's slope 1000-fold (measured,
+tests/test_varpro.py); the stacked system's condition number is at most 1 / rho.  With the stacked residual
+rs = [r; sqrt(mu) w*] and P_perp = I - As As^+ (As = [A; sqrt(mu) I]), the Jacobian of rs is (Golub-Pereyra)
+P_perp (dAs/dtheta) w* - (As^+)^T (dAs/dtheta)^T rs; Kaufman keeps the first term,
 
-    J_K = P_perp (dR/dtheta)|_{w = w*}    (N, P_h),    J_K^T r = (dR/dtheta)^T r = N grad F / 2,
+    J_K = P_perp [dR/dtheta; 0]|_{w = w*}    (N + M + 1, P_h),    J_K^T rs = (dR/dtheta)^T r = N grad F / 2,
 
-exact where r = 0 and giving the exact gradient everywhere.  ``hidden`` chooses how theta moves:
+exact where rs = 0 and giving the exact gradient everywhere.  ``hidden`` chooses how theta moves:
 
 - ``lm``: Levenberg-Marquardt on r with Kaufman's Jacobian (damped Gauss-Newton, Madsen, Nielsen &
   Tingleff 2004, Alg. 3.16, as pinn-lm; the dual N x N system when P_h > N), F re-projected at each trial;
@@ -36,9 +41,10 @@ exact where r = 0 and giving the exact gradient everywhere.  ``hidden`` chooses 
 Each setting is registered as a solver of its own (``varpro-lm``, ``varpro-lbfgs``, ``varpro-gd``), so
 that their records lie apart (results/<experiment>/varpro-<hidden>/..., docs/varpro.md).
 
-history["J"]: J at params0 (the seeded network, its own output layer), then F after the first output
-solve (the hidden layers as seeded: rfls's J), then F after each hidden-layer iteration:
-min(iterations, max_iterations) + 2 entries (padded with the last value after an early stop).
+history["J"] (the PINN loss) and history["F"] (the reduced loss): at params0 (the seeded network, its own
+output layer; F = J there), after the first output solve (the hidden layers as seeded: rfls's J when
+ridge = 0), then after each hidden-layer iteration: min(iterations, max_iterations) + 2 entries (padded with
+the last value after an early stop).
 diagnostics: move_W<l>, move_b<l> (||W_l - W_l^0|| / ||W_l^0||, how far the hidden layers moved),
 J_first_solve, the final rank and cond of A, lstsq_solves, and the method's own counts.
 """
@@ -73,6 +79,8 @@ class Settings(SolverSettings):
     max_iterations: int = setting(20, low=0, doc="cap on the hidden-layer iterations (docs/varpro.md: the rule)")
     rcond: float | Literal["auto"] = setting("auto", low=0.0, doc='relative singular-value cutoff of the output '
                                                                   'solve (as rfls), or "auto"')
+    ridge: float = setting(1.0e-8, low=0.0, doc="rho: the output solve adds (rho s_max(A_0))^2 ||w||^2 "
+                                                "(0: rfls's plain least squares; docs/varpro.md)")
     init: Init = init_setting()
 
     def history_length(self, iterations: int) -> int:
@@ -119,22 +127,32 @@ SETTINGS: dict[str, type[Settings]] = {"lm": LMSettings, "lbfgs": LBFGSSettings,
 @dataclass
 class Projected:
     """The network at theta with its output layer solved: params (w = w*), forward pass, A (N, M + 1),
-    r = A w* - Y (N,), F = ||r||^2 / N, the rank of A kept by the cutoff and its condition number."""
+    r = A w* - Y (N,), J = ||r||^2 / N (the PINN loss), F = J + mu ||w*||^2 / N (the reduced loss), the rank
+    of the solved system kept by the cutoff and its condition number."""
 
     params: Params
     fp: Any
     A: np.ndarray
     r: np.ndarray
+    J: float
     F: float
     rank: int
     cond: float
 
+    def failed(self) -> "Projected":
+        """This point marked non-finite (a non-finite Jacobian or gradient met there)."""
+        return Projected(self.params, self.fp, self.A, self.r * np.nan, float("nan"), float("nan"), self.rank,
+                         self.cond)
+
 
 class VarPro:
-    """The reduced problem on one data set: F, grad F and Kaufman's Jacobian at hidden layers theta."""
+    """The reduced problem on one data set: F, grad F and Kaufman's Jacobian at hidden layers theta.
 
-    def __init__(self, data: TrainingData, like: Params, rcond: Any) -> None:
-        self.data, self.like, self.rcond = data, like, rcond
+    ``mu`` >= 0: the output solve is min_w ||A w - Y||^2 + mu ||w||^2, the least squares of the stacked
+    system [A; sqrt(mu) I] w = [Y; 0] (gelsd with the cutoff ``rcond``); mu = 0 is rfls's solve."""
+
+    def __init__(self, data: TrainingData, like: Params, rcond: Any, mu: float = 0.0) -> None:
+        self.data, self.like, self.rcond, self.mu = data, like, rcond, mu
         self.plan = ChannelPlan.build(data.coef)
         self.solves = 0
 
@@ -147,18 +165,39 @@ class VarPro:
         fp = pinn_pass(params, self.data.Z, self.plan, self.data.Y)
         return output_layer_system(params, self.data.Z, self.data.coef, fp)
 
+    def stacked(self, A: np.ndarray) -> np.ndarray:
+        """[A; sqrt(mu) I] (N + M + 1, M + 1), or A itself when mu = 0."""
+        return np.vstack([A, np.sqrt(self.mu) * np.eye(A.shape[1])]) if self.mu > 0 else A
+
+    def lstsq(self, A: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+        """argmin_x ||[A; sqrt(mu) I] x - [rhs; 0]|| by gelsd (rfls's solve), its rank and singular values."""
+        As = self.stacked(A)
+        if As is not A:
+            rhs = np.concatenate([rhs, np.zeros((As.shape[0] - A.shape[0],) + rhs.shape[1:])])
+        x, _, rank, sv = scipy.linalg.lstsq(As, rhs, cond=cutoff(self.rcond, As.shape), lapack_driver="gelsd")
+        return x, int(rank), sv
+
     def project(self, theta: np.ndarray) -> Projected:
-        """w*(theta) by the SVD least squares of rfls (gelsd, cutoff rcond * s_max), r and F."""
+        """w*(theta) by the SVD least squares of rfls (gelsd, cutoff rcond * s_max), r, J and F."""
         params = self.network(theta, np.zeros(self.like[-1][0].size + 1))
         A, fp = self.system(params)
         self.solves += 1
+        nan = float("nan")
         if not np.all(np.isfinite(A)):
-            return Projected(params, fp, A, np.full(A.shape[0], np.nan), float("nan"), 0, float("nan"))
-        w, _, rank, sv = scipy.linalg.lstsq(A, self.data.Y, cond=cutoff(self.rcond, A.shape), lapack_driver="gelsd")
+            return Projected(params, fp, A, np.full(A.shape[0], nan), nan, nan, 0, nan)
+        w, rank, sv = self.lstsq(A, self.data.Y)
         params[-1] = (w[:-1][None, :], w[-1:].copy())
         r = A @ w - self.data.Y
+        J = float(r @ r / r.size)
         cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float("inf")
-        return Projected(params, fp, A, r, float(r @ r / r.size), int(rank), cond)
+        return Projected(params, fp, A, r, J, J + self.mu * float(w @ w) / r.size, rank, cond)
+
+    def residual(self, p: Projected) -> np.ndarray:
+        """The reduced residual: r (N,), or [r; sqrt(mu) w*] (N + M + 1,) with the ridge term."""
+        if self.mu == 0:
+            return p.r
+        WL, bL = p.params[-1]
+        return np.concatenate([p.r, np.sqrt(self.mu) * np.concatenate([WL[0], bL])])
 
     def gradient(self, p: Projected) -> np.ndarray:
         """grad F (P_h,): the hidden block of the PINN gradient at w = w* (one reverse pass)."""
@@ -166,12 +205,15 @@ class VarPro:
         return flatten(grads[:-1])
 
     def kaufman_jacobian(self, p: Projected) -> np.ndarray:
-        """J_K = P_perp dR/dtheta at w = w* (N, P_h); P_perp Jac = Jac - A (A^+ Jac), A^+ with the cutoff of w*."""
+        """J_K = P_perp dR/dtheta at w = w* (N, P_h), P_perp Jac = Jac - A (A^+ Jac) with the solve of w*; with
+        the ridge term, of the stacked residual [r; sqrt(mu) w*]: P_perp [Jac; 0] (N + M + 1, P_h)."""
         N, P = p.A.shape[0], n_params(p.params)
         Jac = residual_jacobian(p.params, self.data.Z, self.data.coef, p.fp, out=np.empty((N, P)), plan=self.plan)
         Jh = Jac[:, :P - p.A.shape[1]]
-        X = scipy.linalg.lstsq(p.A, Jh, cond=cutoff(self.rcond, p.A.shape), lapack_driver="gelsd")[0]
-        return Jh - p.A @ X
+        X = self.lstsq(p.A, Jh)[0]
+        if self.mu == 0:
+            return Jh - p.A @ X
+        return np.vstack([Jh, np.zeros((p.A.shape[1], Jh.shape[1]))]) - self.stacked(p.A) @ X
 
 
 def relative_moves(params: Params, params0: Params) -> dict[str, float]:
@@ -188,37 +230,40 @@ Step = Callable[[int], "Projected | None"]  # iteration k -> the new point (None
 
 
 def _lm(vp: VarPro, s: LMSettings, p: Projected, diag: dict[str, Any]) -> Step:
-    """Levenberg-Marquardt on r with J_K: (J_K^T J_K + mu I) delta = -J_K^T r (dual: (J_K J_K^T + mu I) y = -r,
-    delta = J_K^T y), gain ratio rho on F/2 * N = ||r||^2 / 2, mu updated as pinn-lm does."""
-    state = {"p": p, "theta": flatten(p.params[:-1]), "mu": None, "nu": 2.0}
+    """Levenberg-Marquardt on the reduced residual r (:meth:`VarPro.residual`) with J_K: (J_K^T J_K + lam I)
+    delta = -J_K^T r (dual: (J_K J_K^T + lam I) y = -r, delta = J_K^T y), gain ratio rho on ||r||^2 / 2 = N F / 2,
+    the damping lam updated as pinn-lm does."""
+    state = {"p": p, "theta": flatten(p.params[:-1]), "lam": None, "nu": 2.0}
     diag.update(rejected_steps=0)
 
     def step(k: int) -> Projected | None:
         p, theta = state["p"], state["theta"]
         Jk = vp.kaufman_jacobian(p)
         if not np.all(np.isfinite(Jk)):
-            return Projected(p.params, p.fp, p.A, p.r * np.nan, float("nan"), p.rank, p.cond)
-        N, P = Jk.shape
-        dual = P > N
-        g = Jk.T @ p.r
+            return p.failed()
+        r = vp.residual(p)
+        n, P = Jk.shape
+        dual = P > n
+        g = Jk.T @ r
         gram = Jk @ Jk.T if dual else Jk.T @ Jk
-        if state["mu"] is None:
-            state["mu"] = s.tau * float(np.max(np.einsum("np,np->p", Jk, Jk)))
-        half = 0.5 * float(p.r @ p.r)
+        if state["lam"] is None:
+            state["lam"] = s.tau * float(np.max(np.einsum("np,np->p", Jk, Jk)))
+        half = 0.5 * float(r @ r)
         for _ in range(s.max_tries):
-            mu = state["mu"]
+            lam = state["lam"]
             try:
-                c = scipy.linalg.cho_factor(gram + mu * np.eye(gram.shape[0]), check_finite=False)
-                delta = Jk.T @ scipy.linalg.cho_solve(c, -p.r) if dual else scipy.linalg.cho_solve(c, -g)
+                c = scipy.linalg.cho_factor(gram + lam * np.eye(gram.shape[0]), check_finite=False)
+                delta = Jk.T @ scipy.linalg.cho_solve(c, -r) if dual else scipy.linalg.cho_solve(c, -g)
                 new = vp.project(theta + delta)
-                rho = (half - 0.5 * float(new.r @ new.r)) / (0.5 * float(delta @ (mu * delta - g)))
+                rho = (half - 0.5 * new.F * new.r.size) / (0.5 * float(delta @ (lam * delta - g)))
             except np.linalg.LinAlgError:
                 rho = -1.0
             if np.isfinite(rho) and rho > 0:
-                state.update(p=new, theta=theta + delta, mu=mu * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3), nu=2.0)
+                state.update(p=new, theta=theta + delta, lam=lam * max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3),
+                             nu=2.0)
                 return new
             diag["rejected_steps"] += 1
-            state["mu"], state["nu"] = mu * state["nu"], state["nu"] * 2.0
+            state["lam"], state["nu"] = lam * state["nu"], state["nu"] * 2.0
         return None
 
     return step
@@ -236,7 +281,7 @@ def _gd(vp: VarPro, s: GDSettings, p: Projected, diag: dict[str, Any]) -> Step:
     def step(k: int) -> Projected | None:
         p, theta, g = state["p"], state["theta"], state["g"]
         if not np.all(np.isfinite(g)):
-            return Projected(p.params, p.fp, p.A, p.r * np.nan, float("nan"), p.rank, p.cond)
+            return p.failed()
 
         def trial(t: float) -> tuple[float, Projected]:
             new = vp.project(theta - t * g)
@@ -297,30 +342,35 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     s = settings
     n_iter = min(iterations, s.max_iterations)
     params = copy_params(params0)
-    vp = VarPro(data, params, s.rcond)
-    A, _ = vp.system(params)
+    A, _ = VarPro(data, params, s.rcond).system(params)
     R0 = A @ flatten(params[-1:]) - data.Y
-    history = [float(R0 @ R0 / R0.size)]
+    J0 = float(R0 @ R0 / R0.size)
+    history: dict[str, list[float]] = {"J": [J0], "F": [J0]}
     diag: dict[str, Any] = {"hidden": s.hidden, "P_hidden": int(n_params(params[:-1])),
-                            "history_note": "J: [initial network, after the first output solve (= rfls), then "
-                                            "after each hidden-layer iteration]; padded after an early stop"}
-    if not np.isfinite(history[0]):
-        return diverged(params, {"J": history}, 0, diagnostics=diag)
-    p = vp.project(flatten(params[:-1]))
-    history.append(p.F)
-    diag["J_first_solve"] = p.F
-    if not np.isfinite(p.F):
-        return diverged(p.params, {"J": history}, 1, "non-finite output-layer system", diagnostics=diag)
+                            "history_note": "J (PINN loss) and F (reduced loss, with the ridge term): [initial "
+                                            "network, after the first output solve, then after each hidden-layer "
+                                            "iteration]; padded after an early stop"}
+    if not (np.isfinite(J0) and np.all(np.isfinite(A))):
+        history = {"J": [float("nan")], "F": [float("nan")]}
+        return diverged(params, history, 0, diagnostics=diag)
+    # mu = (rho s_max(A_0))^2, fixed for the run (a mu moving with theta would add a term to grad F)
+    mu = (s.ridge * float(scipy.linalg.svdvals(A)[0])) ** 2 if s.ridge > 0 else 0.0
+    vp = VarPro(data, params, s.rcond, mu)
+    diag["ridge_mu"] = mu
 
     def record(new: Projected) -> None:
-        history.append(new.F)
-        if progress is not None and np.isfinite(new.F):
-            progress(len(history) - 3, new.F)
+        history["J"].append(new.J)
+        history["F"].append(new.F)
+        if progress is not None and len(history["J"]) > 2 and np.isfinite(new.F):
+            progress(len(history["J"]) - 3, new.J)
 
+    p = vp.project(flatten(params[:-1]))
+    record(p)
+    diag["J_first_solve"] = p.J
     message = ""
-    if s.hidden == "lbfgs":
+    if np.isfinite(p.F) and s.hidden == "lbfgs":
         p = _run_lbfgs(vp, s, p, n_iter, record, diag)  # type: ignore[arg-type]
-    else:
+    elif np.isfinite(p.F):
         step = (_lm if s.hidden == "lm" else _gd)(vp, s, p, diag)  # type: ignore[arg-type]
         for k in range(n_iter):
             new = step(k)
@@ -332,16 +382,17 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
             record(p)
             if not np.isfinite(p.F):
                 break
-    done = len(history) - 2
+    done = len(history["J"]) - 2
     diag.update(relative_moves(p.params, params0), iterations_run=done, lstsq_solves=vp.solves, rank=p.rank,
                 cond=p.cond, n_columns=int(p.A.shape[1]))
-    bad = [k for k, J in enumerate(history) if not np.isfinite(J)]
+    bad = [k for k, (J, F) in enumerate(zip(history["J"], history["F"])) if not (np.isfinite(J) and np.isfinite(F))]
     if bad:
-        return diverged(p.params, {"J": history}, bad[0], diagnostics=diag)
+        return diverged(p.params, history, bad[0], diagnostics=diag)
     if s.hidden == "lbfgs" and done < n_iter:
         message = f"stopped after {done} of {n_iter} iterations: {diag['message'][-1]}"
-    history += [history[-1]] * (n_iter + 2 - len(history))
-    return SolveResult(p.params, {"J": history}, message=message, iterations_done=done, diagnostics=diag)
+    for series in history.values():
+        series += [series[-1]] * (n_iter + 2 - len(series))
+    return SolveResult(p.params, history, message=message, iterations_done=done, diagnostics=diag)
 
 
 def _registered(S: type[Settings]) -> Callable[..., SolveResult]:
