@@ -1,5 +1,9 @@
 """PINN's step per problem and initialisation, chosen on training loss alone (``lysep study pinn-step``).
 
+Two rules live here: the first (below, what ``lysep study pinn-step`` runs and results/harder/ holds), and the
+second (issue 54, the end of the module: a grid relative to the loss's scale, climbed until a step diverges,
+and full-length stability), kept beside it so that the old scan and verdict stay as they were.
+
 The rule (docs/harder.md, stated before it was run), the same for every experiment of a suite and for
 each initialisation ``init`` in :data:`INITS`:
 
@@ -58,7 +62,8 @@ INITS = ("paper", "torch")
 #: an experiment's initialisation twin is named <experiment><TWIN_SUFFIX>
 TWIN_SUFFIX = "-torch"
 #: solvers trained from the seeded network: they take ``init`` (the twin sets it to torch)
-NETWORK_SOLVERS = ("pinn", "lysep", "rfls", "pinn-adam", "pinn-lbfgs", "pinn-lm")
+NETWORK_SOLVERS = ("pinn", "lysep", "rfls", "pinn-adam", "pinn-lbfgs", "pinn-lm", "varpro-lm", "varpro-lbfgs",
+                   "varpro-gd")
 #: a scan row's identity (with the data set's hash): rows of an earlier scan.csv with it are kept
 RUN_KEY = ["experiment", "init", "lr", "L", "M", "seed", "iterations", "schedule_iterations", "data_sha256"]
 COLUMNS = RUN_KEY + ["lr_final", "role", "status", "diverged_at", "J0", "J", "J_min", "cpu_seconds"]
@@ -312,3 +317,115 @@ def write_study(df: pd.DataFrame, chosen: list[ExperimentSpec], out: Path, comma
     return [write_scan(df, out),
             write_text(out / "study-pinn-step" / "pinn-step.md", markdown(df, chosen, steps)),
             write_text(path, header(text, command) + dump_yaml(doc))]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The second rule (issue 54; docs/varpro.md, "PINN-GD's step, fairly chosen"), stated before any rerun.  The
+# rule above stays as it was, with its scan and verdict; this one is kept beside it.
+#
+#   1. The reference step eta_0 = J(theta_0) / ||grad J(theta_0)||^2 of seed SEED's initial network at PINN's
+#      smallest size: the step that would zero J on its linear model.  Scaling the residual by c scales J and
+#      grad J by c^2, eta_0 by 1 / c^2 (and PINN-GD's whole path is the same at lr / c^2): the rule is
+#      invariant to the loss's scale.
+#   2. The grid lr = eta_0 * 10^(k/2), k = K_FIRST, K_FIRST + 1, ..., climbed until a step diverges within the
+#      schedule's first SCAN_ITERATIONS steps at the smallest or the largest size: the grid's largest step
+#      diverges (GridTooNarrow when none has by K_LAST).
+#   3. Admissible: neither scan run diverged.  Best: the admissible lr with the lowest final training J at
+#      the smallest size (relative TIE_RTOL ties to the smaller lr), as the first rule.
+#   4. Full-length stability: the best lr runs the experiment's whole schedule (its ``iterations``) on the
+#      scan's seed at the smallest and the largest size; if either diverges, the next admissible lr down is
+#      checked the same way, and so on (NoStableStep when none is left).
+# ---------------------------------------------------------------------------------------------------------
+
+#: the grid's exponents: lr = eta_0 10^(k/2), k from K_FIRST up to at most K_LAST
+K_FIRST, K_LAST = -8, 16
+#: the columns of the second rule's scan rows (the first rule's COLUMNS plus the grid's reference and index)
+COLUMNS_V2 = COLUMNS + ["eta0", "k", "full_length"]
+
+
+class GridTooNarrow(NoStableStep):
+    """The grid's largest step did not diverge: the second rule gives no step (its grid is not wide enough)."""
+
+
+def reference_step(spec: ExperimentSpec, init: str) -> float:
+    """eta_0 = J / ||grad J||^2 of seed SEED's ``init`` network at PINN's smallest size (step 1)."""
+    from lysep_cli.numerics.network import pinn_loss_and_grad
+
+    data = experiment_data(spec)
+    (L, M), _ = scan_sizes(spec)[0]
+    params0 = initial_network(pinn.Settings(lr=1.0, init=init), data.problem.n_in, L, M, SEED)
+    J, grads = pinn_loss_and_grad(params0, data.training.Z, data.training.coef, data.training.Y)
+    g2 = sum(float(np.sum(gW * gW) + np.sum(gb * gb)) for gW, gb in grads)
+    return J / g2
+
+
+def grid_lr(eta0: float, k: int) -> float:
+    """The k-th step of the second rule's grid, eta_0 10^(k/2) (12 significant digits)."""
+    return float(f"{eta0 * 10 ** (k / 2):.12g}")
+
+
+def full_run(spec: ExperimentSpec, init: str, lr: float, L: int, M: int) -> bool:
+    """Step 4: PINN-GD over the experiment's whole schedule lr -> lr_final(lr), seed SEED; True when it did
+    not diverge."""
+    data = experiment_data(spec)
+    settings = pinn.Settings(lr=lr, lr_final=lr_final(lr), init=init)
+    params0 = initial_network(settings, data.problem.n_in, L, M, SEED)
+    with threadpool_limits(limits=1), np.errstate(all="ignore"):
+        res = pinn.solve(data.problem, data.training, params0, settings, spec.iterations)
+    return res.status == "ok" and bool(np.isfinite(res.history["J"][-1]))
+
+
+def scan_v2(spec: ExperimentSpec, init: str) -> pd.DataFrame:
+    """Steps 1-2: the grid climbed from K_FIRST until a scan run diverges; rows COLUMNS_V2 (full_length empty).
+    :class:`GridTooNarrow` when no step up to K_LAST diverged."""
+    eta0 = reference_step(spec, init)
+    rows = []
+    for k in range(K_FIRST, K_LAST + 1):
+        lr = grid_lr(eta0, k)
+        runs = [{**scan_run(spec, init, lr, L, M), "role": role, "eta0": eta0, "k": k, "full_length": None}
+                for (L, M), role in scan_sizes(spec)]
+        rows += runs
+        if any(r["status"] != "ok" for r in runs):
+            return pd.DataFrame(rows, columns=COLUMNS_V2)
+    raise GridTooNarrow(f"{spec.name}, init {init}: no step up to {grid_lr(eta0, K_LAST):g} (eta_0 10^{K_LAST / 2:g}) "
+                        "diverged: the grid is not wide enough")
+
+
+def choose_v2(rows: pd.DataFrame, stable: Callable[[float], bool]) -> StepChoice:
+    """Steps 3-4 on one (experiment, init)'s scan rows (columns lr, M, L, status, J; nothing else is read):
+    the first rule's best admissible lr, then, while ``stable(lr)`` (the full-length runs) is False, the next
+    admissible lr down.  :class:`GridTooNarrow` when the grid's largest step did not diverge,
+    :class:`NoStableStep` when no admissible lr is stable over the full length."""
+    if not (rows.status != "ok").any():
+        raise GridTooNarrow("the grid's largest step did not diverge: the grid is not wide enough")
+    best = choose(rows)
+    M0 = int(rows.M.min())
+    small = rows[(rows.M == M0) & (rows.L == int(rows[rows.M == M0].L.min()))]
+    bad = set(rows[rows.status != "ok"].lr.astype(float))
+    down = sorted((float(lr) for lr in small.lr if float(lr) not in bad and float(lr) <= best.lr), reverse=True)
+    unstable = []
+    for lr in down:
+        if stable(lr):
+            J = float(small[small.lr == lr].J.iloc[0])
+            note = f"; {', '.join(f'{v:g}' for v in unstable)} diverged over the full length" if unstable else ""
+            return StepChoice(lr, J, f"lr = {lr:g} (lr_final {lr_final(lr):g}): the lowest training J of the "
+                                     f"admissible steps that stay finite over the full schedule{note}")
+        unstable.append(lr)
+    raise NoStableStep(f"every admissible lr up to {best.lr:g} diverged over the full schedule")
+
+
+def step_v2(spec: ExperimentSpec, init: str) -> tuple[StepChoice, pd.DataFrame]:
+    """The second rule end to end for one (experiment, init): its choice and its scan rows (full_length filled
+    for the lr checked over the full schedule)."""
+    rows = scan_v2(spec, init)
+    sizes = scan_sizes(spec)
+    checked: dict[float, bool] = {}
+
+    def stable(lr: float) -> bool:
+        checked[lr] = all(full_run(spec, init, lr, L, M) for (L, M), _ in sizes)
+        return checked[lr]
+
+    choice = choose_v2(rows, stable)
+    rows["full_length"] = [("ok" if checked[float(lr)] else "diverged") if float(lr) in checked else None
+                           for lr in rows.lr]
+    return choice, rows
