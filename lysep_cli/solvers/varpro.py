@@ -60,14 +60,13 @@ import scipy.optimize
 
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.jacobian import n_params, output_layer_system, residual_jacobian
-from lysep_cli.numerics.network import Params, backward, flatten, pinn_pass, unflatten
+from lysep_cli.numerics.network import Params, PinnPass, backward, flatten, pinn_pass, unflatten
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Init, Progress, SolveResult, TrainingData, copy_params, diverged, init_setting
 from lysep_cli.solvers.rfls import cutoff
 from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import Backtracking
 
-HIDDEN = ("lm", "lbfgs", "gd")
 HIDDEN_DOC = "how the hidden layers move on the reduced loss F: lm | lbfgs | gd (docs/varpro.md)"
 
 
@@ -93,7 +92,7 @@ class LMSettings(Settings):
 
     hidden: Literal["lm"] = setting("lm", doc=HIDDEN_DOC)
     max_iterations: int = setting(20, low=0, doc="cap on the LM iterations (each forms the Jacobian)")
-    tau: float = setting(1.0e-3, low=0.0, low_open=True, doc="mu_0 = tau max_i (J_K^T J_K)_ii")
+    tau: float = setting(1.0e-3, low=0.0, low_open=True, doc="damping lambda_0 = tau max_i (J_K^T J_K)_ii")
     max_tries: int = setting(30, low=1, doc="damping increases per iteration before the run stalls")
 
 
@@ -131,7 +130,7 @@ class Projected:
     of the solved system kept by the cutoff and its condition number."""
 
     params: Params
-    fp: Any
+    fp: PinnPass
     A: np.ndarray
     r: np.ndarray
     J: float
@@ -160,7 +159,7 @@ class VarPro:
         """[(W_1, b_1), ..., (W_L, b_L)] from the hidden vector theta (P_h,) and w = [W_L^T; b_L] (M + 1,)."""
         return unflatten(theta, self.like[:-1]) + [(w[:-1][None, :], w[-1:].copy())]
 
-    def system(self, params: Params) -> tuple[np.ndarray, Any]:
+    def system(self, params: Params) -> tuple[np.ndarray, PinnPass]:
         """A (N, M + 1) of ``params``' hidden layers and the forward pass that built it."""
         fp = pinn_pass(params, self.data.Z, self.plan, self.data.Y)
         return output_layer_system(params, self.data.Z, self.data.coef, fp)
