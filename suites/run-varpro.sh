@@ -9,6 +9,7 @@
 # Each experiment's records are committed after it (records only, on the current branch); `lysep run` skips
 # what is already done, so rerunning the script resumes it.  Estimated cost (docs/varpro.md): 3.8 CPU-hours,
 # about 1.7 hours on 2 cores.
+# After it, results/paper's tables, comparison, status and figures gain varpro's rows: `make outputs`.
 # LYSEP (default: lysep on PATH), JOBS (2), COMMIT (1: commit after each experiment; 0: do not).
 # Dry run (prints the commands): LYSEP=echo COMMIT=0 suites/run-varpro.sh
 set -euo pipefail

@@ -157,3 +157,30 @@ def test_the_reduced_gradient_needs_the_ridge_term_where_a_is_ill_conditioned(il
     h = 1e-5
     slope = (vp.project(theta + h * d).F - vp.project(theta - h * d).F) / (2 * h)
     assert (abs(slope - np.linalg.norm(g)) < 1e-2 * np.linalg.norm(g)) == agrees  # measured: 9e-4, 1e3
+
+
+def test_smoke_lysep_run_and_verify_each_method_and_a_bad_setting_is_one_line(tmp_path):
+    """End to end in seconds: `lysep run` writes a sealed record per method (hidden layers' moves in its
+    diagnostics), `lysep verify` reruns them bit for bit; a wrong ``hidden`` is refused in one line, exit 2."""
+    from typer.testing import CliRunner
+
+    from foundation_helpers import experiment_yaml, experiments_yaml
+    from lysep_cli.cli import app
+    from lysep_cli.store import records
+
+    blocks = {name: "{max_iterations: 3}" for name in METHODS}
+    config = tmp_path / "e.yaml"
+    config.write_text(experiments_yaml(experiment_yaml("tiny", blocks, sizes=[[3, 5]], seeds=[0])))
+    base = ["--config", str(config), "--results", str(tmp_path / "r")]
+    cli = CliRunner()
+    run = cli.invoke(app, ["run", "tiny", "--solver", ",".join(METHODS)] + base)
+    assert run.exit_code == 0, run.output
+    for name in METHODS:
+        rec = records.read_record(tmp_path / "r" / "tiny" / name / "L3-M5" / "seed-0.json")
+        assert rec.ok and rec.iterations_done == 3 and rec.settings["hidden"] == name.split("-")[1]
+        assert rec.diagnostics["move_W1"] > 0 and len(rec.history["F"]) == 5
+    verify = cli.invoke(app, ["verify", "tiny", "--sample", "3"] + base)
+    assert verify.exit_code == 0 and "3 of 3 run(s) reproduce" in verify.stdout, verify.output
+    config.write_text(experiments_yaml(experiment_yaml("tiny", {"varpro-lm": "{hidden: gd}"}, sizes=[[3, 5]])))
+    bad = cli.invoke(app, ["run", "tiny", "--solver", "varpro-lm"] + base)
+    assert bad.exit_code == 2 and "hidden" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
