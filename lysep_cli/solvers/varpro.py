@@ -349,8 +349,7 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
                             "history_note": "J (PINN loss) and F (reduced loss, with the ridge term): [initial "
                                             "network, after the first output solve, then after each hidden-layer "
                                             "iteration]; padded after an early stop"}
-    if not (np.isfinite(J0) and np.all(np.isfinite(A))):
-        history = {"J": [float("nan")], "F": [float("nan")]}
+    if not np.isfinite(J0):  # (a non-finite A gives a non-finite J0)
         return diverged(params, history, 0, diagnostics=diag)
     # mu = (rho s_max(A_0))^2, fixed for the run (a mu moving with theta would add a term to grad F)
     mu = (s.ridge * float(scipy.linalg.svdvals(A)[0])) ** 2 if s.ridge > 0 else 0.0
