@@ -41,6 +41,7 @@ import yaml
 from threadpoolctl import threadpool_limits
 
 from lysep_cli.numerics.dataset import experiment_data
+from lysep_cli.numerics.network import pinn_loss_and_grad
 from lysep_cli.reports.kappa import dump_yaml
 from lysep_cli.solvers import pinn
 from lysep_cli.solvers.base import initial_network
@@ -349,8 +350,6 @@ class GridTooNarrow(NoStableStep):
 
 def reference_step(spec: ExperimentSpec, init: str) -> float:
     """eta_0 = J / ||grad J||^2 of seed SEED's ``init`` network at PINN's smallest size (step 1)."""
-    from lysep_cli.numerics.network import pinn_loss_and_grad
-
     data = experiment_data(spec)
     (L, M), _ = scan_sizes(spec)[0]
     params0 = initial_network(pinn.Settings(lr=1.0, init=init), data.problem.n_in, L, M, SEED)
