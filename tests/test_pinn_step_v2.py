@@ -13,7 +13,9 @@ import pytest
 from lysep_cli.numerics.dataset import ExperimentData, TrainingData
 from lysep_cli.reports import pinn_step
 from lysep_cli.reports.pinn_step import GridTooNarrow, NoStableStep, choose_v2, grid_lr
-from tests.test_harder_runs import TINY, load_specs_text
+from lysep_cli.specs import load_specs
+
+from foundation_helpers import experiment_yaml, experiments_yaml
 
 
 def planted(eta0: float, J_scale: float = 1.0) -> pd.DataFrame:
@@ -61,10 +63,13 @@ def test_planted_scale_invariance_J_times_c_picks_the_step_over_c(scale):
     assert b.lr == pytest.approx(a.lr / scale, rel=1e-11) and b.J == pytest.approx(a.J * scale, rel=1e-12)
 
 
-def test_a_tiny_experiment_with_its_loss_times_1e4_gets_the_step_divided_by_1e4(monkeypatch):
+def test_a_tiny_experiment_with_its_loss_times_1e4_gets_the_step_divided_by_1e4(monkeypatch, tmp_path):
     """The whole rule on real PINN-GD runs: the residual (coefficients and data) times 100 makes J 1e4 times
     larger, eta_0 and every grid step 1e4 times smaller, PINN-GD's path the same: the same k is chosen."""
-    spec = load_specs_text(TINY)["wave"]
+    config = tmp_path / "e.yaml"
+    config.write_text(experiments_yaml(experiment_yaml("wave", {"pinn": "{lr: 1.0e-3, lr_final: 1.0e-4}"},
+                                                       sizes=[[3, 4], [3, 6]], iterations=50)))
+    spec = load_specs(config)["wave"]
     monkeypatch.setattr(pinn_step, "SCAN_ITERATIONS", 20)
     real = pinn_step.experiment_data
     c = 100.0
