@@ -136,10 +136,12 @@ class Level:
 
 @dataclass(frozen=True)
 class LossPanel:
-    """What a panel of ``<experiment>-loss`` drew: solver -> curves (one per run), and the levels."""
+    """What a panel of ``<experiment>-loss`` drew: solver -> curves (one per run), the levels, the J axis'
+    range (bottom, top)."""
 
     curves: dict[str, int] = field(default_factory=dict)
     levels: list[Level] = field(default_factory=list)
+    ylim: tuple[float, float] = (0.0, 0.0)
 
 
 def one_shot(records: list[RunRecord]) -> set[str]:
@@ -208,19 +210,35 @@ def _spread_labels(ax, levels: list[Level], colours: dict[str, str]) -> None:
 DIVERGED_HEADROOM = 1e3
 
 
-def _cap_diverged(ax, recs: list[RunRecord]) -> None:
-    """Where a diverged run's J climbs far above the others (to 1e290: beyond what a log axis can tick), the
-    axis stops ``DIVERGED_HEADROOM`` above the largest J of the runs that finished; the diverged curves leave
-    the panel at the top.  Nothing changes in a panel without a diverged run."""
-    ok = [_series(r.history.get("J")) for r in recs if r.ok]
-    tops = [float(np.nanmax(J)) for J in ok if J is not None and np.isfinite(J).any()]
-    if not tops or all(r.ok for r in recs):
+def _positive(arrays: list[np.ndarray]) -> np.ndarray:
+    """The finite positive values of ``arrays``, flattened."""
+    v = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays] + [np.zeros(0)])
+    return v[np.isfinite(v) & (v > 0)]
+
+
+def diverged_range(curves: list[np.ndarray], finished: list[np.ndarray], levels: list[float]) -> tuple[float, float]:
+    """The J axis of a panel with a diverged run: from the least value drawn to at most ``DIVERGED_HEADROOM``
+    above the largest J of the runs that finished and of the levels (the diverged curves leave the panel at
+    the top), with a margin of 5 % of the span at each end, as matplotlib's autoscale has.  From the data,
+    never from the autoscale, which collapses (to [1, 10]) when a history reaches 1e304.  ``curves``: every
+    history drawn; ``finished``: those of the runs that finished; ``levels``: the one-shot levels' values."""
+    drawn, kept = _positive(curves + [np.asarray(levels)]), _positive(finished + [np.asarray(levels)])
+    lo = float(drawn.min())
+    hi = float(min(drawn.max(), kept.max() * DIVERGED_HEADROOM) if kept.size else drawn.max())
+    hi = max(hi, 10 * lo)
+    pad = 10 ** (0.05 * math.log10(hi / lo))
+    return lo / pad, hi * pad
+
+
+def _cap_diverged(ax, recs: list[RunRecord], levels: list[Level]) -> None:
+    """Where a run of the panel diverged, the J axis of :func:`diverged_range`; nothing changes in a panel
+    without a diverged run."""
+    if all(r.ok for r in recs):
         return
-    cap = max(tops) * DIVERGED_HEADROOM
-    if ax.get_ylim()[1] > cap:
-        low = float(ax.dataLim.y0)  # the autoscaled bottom had a margin in proportion to the 1e290 top
-        bottom = low / (cap / low) ** 0.05 if 0 < low < cap else ax.get_ylim()[0]
-        ax.set_ylim(bottom=max(bottom, ax.get_ylim()[0]), top=cap)
+    curves = [(J, r.ok) for r in recs if (J := _series(r.history.get("J"))) is not None]
+    values = [v for lv in levels for v in lv.values]
+    if _positive([J for J, _ in curves] + [np.asarray(values)]).size:
+        ax.set_ylim(*diverged_range([J for J, _ in curves], [J for J, ok in curves if ok], values))
 
 
 def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn:
@@ -264,8 +282,9 @@ def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn
                 ax.axhspan(min(lv.values), max(lv.values), color=colour, alpha=0.18, linewidth=0, zorder=1)
             ax.axhline(lv.median, color=colour, linestyle=style, linewidth=1.0, zorder=4)  # over the curves
             panel.levels.append(lv)
-        _cap_diverged(ax, [r for r in records if (r.L, r.M) == (L, M) and r.solver not in shots])
+        _cap_diverged(ax, [r for r in records if (r.L, r.M) == (L, M) and r.solver not in shots], panel.levels)
         ax.set_ylabel("$J$")
+        panel = LossPanel(panel.curves, panel.levels, tuple(float(v) for v in ax.get_ylim()))
         drawn[(L, M)] = panel
     for (L, M), ax in axes.items():
         _spread_labels(ax, drawn[(L, M)].levels, {s: styles[s][0] for s in shots})
