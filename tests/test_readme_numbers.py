@@ -288,10 +288,10 @@ def step_size_runs(experiment: str) -> pd.DataFrame:
 
 
 def test_results_md_names_the_step_size_runs_with_fewer_seeds_and_the_single_runs_2d():
-    text = " ".join((ROOT / "docs" / "results.md").read_text(encoding="utf-8").split())
+    text = " ".join((ROOT / "studies" / "explanations.md").read_text(encoding="utf-8").split())
     m = re.search(r"and (\w+) runs outside it with fewer seeds: 10-D \(3,20\) at τ = ([\de, -]+) \(seeds 0–1\) and "
                   r"parabolic-5d \(3,50\) at τ = ([\de, -]+) \(seed 0\)", text)
-    assert m, "docs/results.md no longer lists the step-size runs outside the grid"
+    assert m, "studies/explanations.md no longer lists the step-size runs outside the grid"
     few = {}
     for experiment in ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d"):
         for (M, tau), g in step_size_runs(experiment).groupby(["M", "tau"]):
@@ -305,7 +305,7 @@ def test_results_md_names_the_step_size_runs_with_fewer_seeds_and_the_single_run
     runs = step_size_runs("elliptic-2d")
     m = re.search(rf"τ ≥ 1e-10 at means {NUM} … {NUM} \(single runs {NUM} … {NUM}\); at \(3,50\) every τ from "
                   rf"1e-14 up ends at means {NUM} … {NUM} \(single runs {NUM} … {NUM}\)", text)
-    assert m, "docs/results.md no longer gives the 2-D step-size means and single runs"
+    assert m, "studies/explanations.md no longer gives the 2-D step-size means and single runs"
     for M, tau_min, shown in ((30, 1e-10, m.groups()[:4]), (50, 1e-14, m.groups()[4:])):
         cell = runs[(runs.M == M) & (runs.tau >= tau_min) & (runs.status == "ok")]
         means = cell.groupby("tau").J.mean()
