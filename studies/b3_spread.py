@@ -7,7 +7,7 @@ weights) and at the joint [W_3, b_3] least-squares optimum (one LySep sweep with
 same start), the archived J, the joint J and J / (b_3^0 - b_3^*)^2; then the correlation of log J with
 log (b_3^0 - b_3^*)^2 over the seeds.  Output of 2026-11-26: studies/results/b3_spread_e10d_20.txt.
 
-Backs: docs/results.md (c): 10-D (3,20) LySep's seed spread is the seeded b_3.
+Backs: studies/explanations.md (c): 10-D (3,20) LySep's seed spread is the seeded b_3.
 Regenerate: make studies STUDIES=b3_spread; cheap, part of plain `make studies` ->
     studies/results/b3_spread_e10d_20.txt (studies/run.py holds the commands).
 Cost: ~3 CPU s.

@@ -9,7 +9,7 @@ archived start, one draw), and prints the first sweep at which J < threshold ("e
 J stays above it.  A perturbation of 1e-15 is round-off: if it moves the escape sweep by hundreds of
 sweeps, whether a 2000-sweep run escapes is decided by the order of floating-point sums.
 
-Backs: docs/results.md (b): round-off decides the escape only rarely.
+Backs: studies/explanations.md (b): round-off decides the escape only rarely.
 Regenerate: make studies STUDIES=escape_study -> studies/results/escape_e2d_100.txt,
     escape_e2d_100_draw1.txt, escape_e2d_100_more.txt (studies/run.py holds the commands).
 Cost: ~30 CPU-minutes per command (the other two files: more draws, their rows say which).

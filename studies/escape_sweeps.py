@@ -1,5 +1,5 @@
 """LySep elliptic-2d, two archives side by side: per seed, the first sweep with J < 1e-6 (the end of the
-ridge phase, docs/results.md (b); -1: never within the run) and the final J and l2.
+ridge phase, studies/explanations.md (b); -1: never within the run) and the final J and l2.
 
     .venv/bin/python studies/escape_sweeps.py A_DIR B_DIR [--sizes 50,80,100]
 
@@ -7,7 +7,7 @@ Used for the back-off (docs/engine.md): A = the archive (results/paper), B = the
 `backoff_max: 16` (`lysep run elliptic-2d --solver lysep --config FILE --results B_DIR`, FILE =
 experiments.yaml with `backoff_max: 16` in LySep's settings).
 
-Backs: docs/results.md (b), docs/engine.md, docs/archive.md: escape sweeps of two archives side by side.
+Backs: studies/explanations.md (b), docs/engine.md, docs/archive.md: escape sweeps of two archives side by side.
 Regenerate: not run by make studies: its inputs are a second archive (results/regen, or one made with
     backoff_max: 16) not committed -> studies/results/regen_escape_e2d.txt, backoff_escape_e2d.txt
     (studies/run.py holds the commands).

@@ -6,10 +6,10 @@ Usage: .venv/bin/python studies/frozen_bias.py [--experiment elliptic-10d] [--si
 For each (L, M) and seed this computes, on the seeded hidden layers, J with the output layer solved by
 least squares for W_L with b_L held at its seeded value ("frozen b_L"), and J of the joint least-squares
 [W_L, b_L] ("joint"). Where the archive under --results holds that LySep run, it prints the run's J after
-sweep 1 and its final J beside them (docs/results.md (c)). Each size ends with the means over the seeds.
+sweep 1 and its final J beside them (studies/explanations.md (c)). Each size ends with the means over the seeds.
 Cheap: seconds per size, no training.
 
-Backs: README headline; docs/results.md (c), docs/lysep-depth.md: 10-D LySep's J is a W_L solve with b_L
+Backs: README headline; studies/explanations.md (c), docs/lysep-depth.md: 10-D LySep's J is a W_L solve with b_L
     frozen.
 Regenerate: make studies STUDIES=frozen_bias; cheap, part of plain `make studies` ->
     studies/results/frozen_bias_e10d.txt, frozen_bias_e10d_depth.txt (studies/run.py holds the commands).

@@ -10,7 +10,7 @@ q2 at L = 3), and "J_S lambda-read": J_S with the d_1 weights of the W_3 system'
 prints it (without the |K-hat|_inf^2 factor on the (omega_2 + omega_3)||W_1(:, i) 1^T - d_1i||^2 term;
 docs/paper-notes.md), in case the paper's J_S was computed from that lambda.
 
-Backs: docs/results.md (g): where LySep's J_S sits below J.
+Backs: studies/explanations.md (g): where LySep's J_S sits below J.
 Regenerate: make studies STUDIES=js_breakdown -> studies/results/js_breakdown.txt, js_breakdown_e10d.txt
     (studies/run.py holds the commands).
 Cost: ~10 CPU-minutes (the files' headers list every command they hold).

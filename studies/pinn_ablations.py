@@ -36,7 +36,7 @@ not recomputed.  Every cell is mean +- sample std (ddof = 1) over the seeds whos
 Each run: one BLAS thread (threadpoolctl), the runner's J (network.pinn_loss) and relative l2
 (metrics.relative_l2 on the experiment's test set).
 
-Backs: README headline; docs/results.md (a), (e): PINN-GD ablations (PyTorch's init, steps, iterations).
+Backs: README headline; studies/explanations.md (a), (e): PINN-GD ablations (PyTorch's init, steps, iterations).
 Regenerate: make studies STUDIES=pinn_ablations (its summary alone: plain `make studies`) ->
     studies/results/pinn_ablations.csv, pinn_ablations.md (studies/run.py holds the commands).
 Cost: about 10 CPU-hours (7 parts, cheapest first); resumes after an interruption.

@@ -25,7 +25,7 @@ and per band of its eigenvalues the decrease held there beside what GD's steps (
 
 One BLAS thread.  About 2 x 2 x (number of parameters) gradient evaluations per iteration of ``--at``.
 
-Backs: docs/results.md (a): the curvature of J along PINN-GD's path sets the stable step.
+Backs: studies/explanations.md (a): the curvature of J along PINN-GD's path sets the stable step.
 Regenerate: make studies STUDIES=pinn_curvature -> studies/results/pinn_curvature_e2d.txt,
     pinn_curvature_e2d.png, pinn_curvature_e2d_lr2e-2.txt, pinn_curvature_e2d.md (studies/run.py holds
     the commands).

@@ -19,7 +19,7 @@ and evaluates phi on the test set (350 points), then, for k = 0..4:
 It also gives the first layer's pre-activations max |W_1 x + b_1| over the test points (sin is within
 1 % of linear below 0.24).  Nothing is retrained: seconds.
 
-Backs: README headline; docs/results.md (a): the 2-D PINN stalls at the best affine phi.
+Backs: README headline; studies/explanations.md (a): the 2-D PINN stalls at the best affine phi.
 Regenerate: make studies STUDIES=pinn_plateau_phi; cheap, part of plain `make studies` ->
     studies/results/pinn_plateau_phi.md (studies/run.py holds the commands).
 Cost: ~2 CPU s.

@@ -9,7 +9,7 @@ with earlier kernels), and prints J every 100 iterations, the first layer's larg
 trained phi from the best affine phi on the test set (studies/pinn_plateau_phi.py's measure), beside
 the archived run of the stated start (same seed).  About 20 CPU s per run at (3,30).
 
-Backs: README headline; docs/results.md (a): PINN's J curve from PyTorch's default start.
+Backs: README headline; studies/explanations.md (a): PINN's J curve from PyTorch's default start.
 Regenerate: make studies STUDIES=pinn_torch_curve -> studies/results/pinn_torch_curve_e2d.md
     (studies/run.py holds the commands).
 Cost: ~1 CPU-minute.

@@ -5,7 +5,7 @@ Usage: .venv/bin/python studies/ridge_escape.py elliptic-2d --sizes 3x30,3x100 -
 lambda = P (penalty part of N J_S over ||W_L||^2, solvers/lysep/updates.py) is evaluated after each sweep
 from the state, as the next W_L solve will see it; sqrt(lambda) is the ridge on W_L's coefficients.
 
-Backs: docs/results.md (b): the ridge plateau and its escape, sweep by sweep.
+Backs: studies/explanations.md (b): the ridge plateau and its escape, sweep by sweep.
 Regenerate: make studies STUDIES=ridge_escape -> studies/results/ridge_escape_e2d.txt (studies/run.py
     holds the commands).
 Cost: ~4 CPU-minutes.

@@ -55,18 +55,18 @@ STUDIES: dict[str, Study] = {
         ("archive_facts.md",), ("{py} studies/archive_facts.py --out {out}/archive_facts.md",),
         "~3 CPU s", cheap=True),
     "pinn_plateau_phi": Study(
-        "README headline; docs/results.md (a): the 2-D PINN stalls at the best affine phi",
+        "README headline; studies/explanations.md (a): the 2-D PINN stalls at the best affine phi",
         ("pinn_plateau_phi.md",), ("{py} studies/pinn_plateau_phi.py --out {out}/pinn_plateau_phi.md",),
         "~2 CPU s", cheap=True),
     "fit_size": Study(
         "README headline; docs/results.md 'The size of the fits': 2-D fits are fragile (one ulp of W_L)",
         ("fit_size.md",), ("{py} studies/fit_size.py --out {out}/fit_size.md",), "~35 CPU s", cheap=True),
     "b3_spread": Study(
-        "docs/results.md (c): 10-D (3,20) LySep's seed spread is the seeded b_3",
+        "studies/explanations.md (c): 10-D (3,20) LySep's seed spread is the seeded b_3",
         ("b3_spread_e10d_20.txt",), ("{py} studies/b3_spread.py > {out}/b3_spread_e10d_20.txt",),
         "~3 CPU s", cheap=True),
     "frozen_bias": Study(
-        "README headline; docs/results.md (c), docs/lysep-depth.md: 10-D LySep's J is a W_L solve with b_L frozen",
+        "README headline; studies/explanations.md (c), docs/lysep-depth.md: 10-D LySep's J is a W_L solve with b_L frozen",
         ("frozen_bias_e10d.txt", "frozen_bias_e10d_depth.txt"),
         ("{py} studies/frozen_bias.py --sizes 3x20,3x50,3x100,3x150 > {out}/frozen_bias_e10d.txt",
          "{py} studies/frozen_bias.py --experiment elliptic-10d-depth --sizes 2x50,4x50,5x50"
@@ -91,17 +91,17 @@ STUDIES: dict[str, Study] = {
         "40-60 CPU-minutes", resumes=True,
         report=("{py} studies/lstsq_basic.py --report-only --out {out}/lstsq_basic",), reads=("lstsq_basic.csv",)),
     "pinn_ablations": Study(
-        "README headline; docs/results.md (a), (e): PINN-GD ablations (PyTorch's init, steps, iterations)",
+        "README headline; studies/explanations.md (a), (e): PINN-GD ablations (PyTorch's init, steps, iterations)",
         ("pinn_ablations.csv", "pinn_ablations.md"), ("{py} studies/pinn_ablations.py --out {out}/pinn_ablations",),
         "about 10 CPU-hours (7 parts, cheapest first)", resumes=True,
         report=("{py} studies/pinn_ablations.py --summary-only --out {out}/pinn_ablations",),
         reads=("pinn_ablations.csv", "pinn_disagreements.txt"), drift=2),
     "pinn_torch_curve": Study(
-        "README headline; docs/results.md (a): PINN's J curve from PyTorch's default start",
+        "README headline; studies/explanations.md (a): PINN's J curve from PyTorch's default start",
         ("pinn_torch_curve_e2d.md",), ("{py} studies/pinn_torch_curve.py --out {out}/pinn_torch_curve_e2d.md",),
         "~1 CPU-minute", reads=("pinn_ablations.csv",)),
     "pinn_curvature": Study(
-        "docs/results.md (a): the curvature of J along PINN-GD's path sets the stable step",
+        "studies/explanations.md (a): the curvature of J along PINN-GD's path sets the stable step",
         ("pinn_curvature_e2d.txt", "pinn_curvature_e2d.png", "pinn_curvature_e2d_lr2e-2.txt", "pinn_curvature_e2d.md"),
         ("{py} studies/pinn_curvature.py elliptic-2d --size 3x30 --seed 0 --at 0,100,500,2000"
          " --out {out}/pinn_curvature_e2d.txt --png {out}/pinn_curvature_e2d.png",
@@ -109,7 +109,7 @@ STUDIES: dict[str, Study] = {
          " --lr-final 2e-3 --out {out}/pinn_curvature_e2d_lr2e-2.txt"),
         "~15 CPU-minutes (pinn_curvature_e2d.md is the written summary of the two)"),
     "tune_pinn": Study(
-        "README headline; docs/results.md (a), (d), (e): PINN learning-rate scans",
+        "README headline; studies/explanations.md (a), (d), (e): PINN learning-rate scans",
         ("pinn_schedule_scan_e2d.txt", "pinn_small_step_e10d.txt", "pinn_disagreements.txt"),
         ("{py} studies/tune_pinn.py elliptic-2d --size 3x30 --iterations 2000 --lrs 1e-3,2e-3,5e-3,1e-2,2e-2,3e-2,5e-2"
          " --ratio 0.1 --seeds 0-2 --archive results/paper --out {out}/pinn_schedule_scan_e2d.txt",
@@ -117,21 +117,21 @@ STUDIES: dict[str, Study] = {
          " --out {out}/pinn_small_step_e10d.txt --size 3x20 --seeds 0-4"),
         "~15 CPU-minutes (pinn_disagreements.txt: its scans, listed in its header, ~1 CPU-hour more)"),
     "stay_5000": Study(
-        "docs/results.md (b): the archive's stuck seed stays on the ridge plateau to 5000 sweeps",
+        "studies/explanations.md (b): the archive's stuck seed stays on the ridge plateau to 5000 sweeps",
         ("stay_5000_e2d.txt",), ("{py} studies/stay_5000.py --out {out}/stay_5000_e2d.txt",), "~3.5 CPU-minutes"),
     "ridge_escape": Study(
-        "docs/results.md (b): the ridge plateau and its escape, sweep by sweep",
+        "studies/explanations.md (b): the ridge plateau and its escape, sweep by sweep",
         ("ridge_escape_e2d.txt",),
         ("{py} studies/ridge_escape.py elliptic-2d --sizes 3x30,3x100 --seed 3 --sweeps 600 --every 25"
          " > {out}/ridge_escape_e2d.txt",), "~4 CPU-minutes"),
     "escape_study": Study(
-        "docs/results.md (b): round-off decides the escape only rarely",
+        "studies/explanations.md (b): round-off decides the escape only rarely",
         ("escape_e2d_100.txt", "escape_e2d_100_draw1.txt", "escape_e2d_100_more.txt"),
         ("{py} studies/escape_study.py elliptic-2d --size 3x100 --seeds 3,5 --eps 0,1e-15,1e-12 --draws 3"
          " --max-sweeps 2000 > {out}/escape_e2d_100.txt",),
         "~30 CPU-minutes per command (the other two files: more draws, their rows say which)"),
     "escape_sweeps": Study(
-        "docs/results.md (b), docs/engine.md, docs/archive.md: escape sweeps of two archives side by side",
+        "studies/explanations.md (b), docs/engine.md, docs/archive.md: escape sweeps of two archives side by side",
         ("regen_escape_e2d.txt", "backoff_escape_e2d.txt"),
         ("{py} studies/escape_sweeps.py results/paper results/regen > {out}/regen_escape_e2d.txt",),
         "seconds", inputs="a second archive (results/regen, or one made with backoff_max: 16) not committed"),
@@ -141,7 +141,7 @@ STUDIES: dict[str, Study] = {
         ("{py} studies/depth_stall.py elliptic-2d-depth --size 5x50 --seeds 0,6,8 --sweeps 400 --every 25"
          " > {out}/depth_stall_e2d_5x50.txt",), "~5 CPU-minutes"),
     "js_breakdown": Study(
-        "docs/results.md (g): where LySep's J_S sits below J",
+        "studies/explanations.md (g): where LySep's J_S sits below J",
         ("js_breakdown.txt", "js_breakdown_e10d.txt"),
         ("{py} studies/js_breakdown.py parabolic-5d --size 3x20 --seeds 0 --sweeps 2000 --every 500"
          " > {out}/js_breakdown.txt",

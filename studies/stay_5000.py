@@ -7,9 +7,9 @@ Reruns the archived run (the runner's own ``execute``, the spec's settings, one 
 sweeps instead of 2000, checks that its first 2000 sweeps are the record's bit for bit (J and J_S, every
 entry), and prints J at every 1000th sweep, the first sweep with J < 1e-6 (none: it stayed), the final
 step sizes of every block and how far the weights moved between sweep 2000 (the archived weights) and the
-end.  docs/results.md (b) quotes it.  Cost: about 2.5 CPU s per 100 sweeps (5000 sweeps: ~3.5 CPU-minutes).
+end.  studies/explanations.md (b) quotes it.  Cost: about 2.5 CPU s per 100 sweeps (5000 sweeps: ~3.5 CPU-minutes).
 
-Backs: docs/results.md (b): the archive's stuck seed stays on the ridge plateau to 5000 sweeps.
+Backs: studies/explanations.md (b): the archive's stuck seed stays on the ridge plateau to 5000 sweeps.
 Regenerate: make studies STUDIES=stay_5000 -> studies/results/stay_5000_e2d.txt (studies/run.py holds the
     commands).
 Cost: ~3.5 CPU-minutes.

@@ -11,7 +11,7 @@ is the exact command); ``--append`` appends to FILE instead.  ``--archive DIR`` 
 prints beside it the final J that the archived run of the spec's own settings reached for the same size
 and seeds (DIR/EXPERIMENT/pinn/L<L>-M<M>/seed-<s>.json).
 
-Backs: README headline; docs/results.md (a), (d), (e): PINN learning-rate scans.
+Backs: README headline; studies/explanations.md (a), (d), (e): PINN learning-rate scans.
 Regenerate: make studies STUDIES=tune_pinn -> studies/results/pinn_schedule_scan_e2d.txt,
     pinn_small_step_e10d.txt, pinn_disagreements.txt (studies/run.py holds the commands).
 Cost: ~15 CPU-minutes (pinn_disagreements.txt: its scans, listed in its header, ~1 CPU-hour more).

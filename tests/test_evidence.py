@@ -18,7 +18,11 @@ from test_explanations import named_files, resolve, same_up_to_round_off
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "studies" / "results"
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the guide and the notebook: README, docs/, and the measurement notes beside what produced them (issue 55)
+NOTES = [ROOT / "studies" / "explanations.md", ROOT / "results" / "harder" / "notes.md",
+         ROOT / "results" / "regen" / "notes.md"]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *NOTES]
+CLAIMS = ("README.md", "results.md", "explanations.md")  # their backticked file names are claims too
 SHARED = {"common", "run"}  # studies/ modules that are not studies
 
 
@@ -72,12 +76,13 @@ def test_every_file_of_studies_results_is_a_studys_and_named_by_a_claim():
 
 
 def test_no_claim_points_at_a_missing_file():
-    """Every path under studies/ in README.md and docs/, and every path under benchmarks/ and backticked file
-    name of README.md and docs/results.md (the claims), is a file of the tree."""
+    """Every path under studies/ in README.md, docs/ and the notes, and every path under benchmarks/ and
+    backticked file name of README.md, docs/results.md and studies/explanations.md (the claims), is a file of
+    the tree."""
     missing = []
     for doc in DOCS:
         text = doc.read_text(encoding="utf-8")
-        claims = doc.name in ("README.md", "results.md")
+        claims = doc.name in CLAIMS
         top = "studies|benchmarks" if claims else "studies"
         paths = set(re.findall(rf"(?<![\w:/.])((?:{top})/[\w./{{}},-]*[\w}}])", text))
         if claims:
@@ -98,7 +103,7 @@ def _expand(path: str) -> list[str]:
 def test_readme_is_short_and_names_the_studies():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 120
-    assert "make studies" in readme and "docs/results.md#" in readme
+    assert "make studies" in readme and "docs/results.md#" in readme and "studies/explanations.md" in readme
 
 
 def _rerun(name: str, tmp_path: Path) -> list[str]:

@@ -238,7 +238,7 @@ def test_run_script_runs_every_experiment_then_the_fixed_tau_study():
 
 def test_fixed_tau_studies_rerun_the_suites_own_lysep_bit_for_bit():
     """Each committed fixed-tau study reruns the default rule at each seed: its final J and ℓ2 are the suite's
-    own LySep records of that size, bit for bit (docs/harder.md, "LySep as written")."""
+    own LySep records of that size, bit for bit (results/harder/notes.md, "LySep as written on the suite")."""
     import json
 
     studies = sorted((ROOT / "results" / "harder").glob("*/study-step-size/runs.csv"))

@@ -263,3 +263,18 @@ def test_also_writes_another_member_by_hand_and_refuses_a_stray_one(tmp_path):
         r = cli.invoke(app, ["study", "kappa", "--config", str(config), "--out", str(tmp_path / "o"), "--also", bad])
         assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "not a member" in r.output, r.output
         assert not (tmp_path / "o").exists()
+
+
+def test_rfm_scales_above_the_grid_do_not_change_contrast_kinks_choice():
+    """docs/harder.md (issue 55): contrast-kink-box-2d's rfm σ = 32 is its grid's top; with σ = 64 and 128
+    offered too, the held-out rule (never the test error) still picks σ = 32, M = 250: the grid's edge does
+    not bind there."""
+    from lysep_cli.reports.kappa import RFM_SIGMAS, rfm_held_out
+
+    spec = load_specs(CHOSEN)["contrast-kink-box-2d-k100"]
+    study = pd.read_csv(ROOT / "results" / "harder" / "study-kappa" / "kappa.csv")
+    row = study[study.experiment == spec.name].iloc[0]
+    wider = rfm_held_out(spec, RFM_SIGMAS + (64.0, 128.0))
+    assert max(RFM_SIGMAS) == 32.0 and (row.rfm_sigma, row.rfm_M) == (32.0, 250)
+    assert (wider["rfm_sigma"], wider["rfm_M"]) == (32.0, 250)
+    assert wider["rfm_J_hold"] == pytest.approx(row.rfm_J_hold, rel=1e-9)

@@ -29,9 +29,11 @@ def cell(solver: str, L: int, M: int, J: float, l2: float, cpu: float, init: str
     return Cell(solver, init, L, M, runs, finished, (J, 0.1 * J), (l2, 0.1 * l2), l2, cpu)
 
 
-def rec(solver: str, L: int, M: int, J: float | None, l2: float | None, cpu: float, ok: bool = True):
-    """A stand-in run record: what harder_summary reads of one."""
-    return SimpleNamespace(solver=solver, L=L, M=M, ok=ok, final=SimpleNamespace(J=J, l2=l2), compute_seconds=cpu)
+def rec(solver: str, L: int, M: int, J: float | None, l2: float | None, cpu: float, ok: bool = True,
+        J0: float = 100.0):
+    """A stand-in run record: what harder_summary reads of one (its J history: J0 ... J)."""
+    return SimpleNamespace(solver=solver, L=L, M=M, ok=ok, final=SimpleNamespace(J=J, l2=l2), compute_seconds=cpu,
+                           history={"J": [J0, J]})
 
 
 def test_lysep_against_pinn_counts_sizes_per_init():
@@ -175,9 +177,28 @@ def test_accuracy_cost_figure_draws_the_twin_as_its_own_series(tmp_path):
     ax.plot([0, 1, 2], [1e3, 1e100, 1e290])
     ax.plot([0, 1, 2], [1e3, 5e2, 1e2])
     _cap_diverged(ax, [SimpleNamespace(ok=False, history={"J": [1e3, 1e100, 1e290]}),
-                       SimpleNamespace(ok=True, history={"J": [1e3, 5e2, 1e2]})])
-    assert ax.get_ylim()[1] == pytest.approx(1e6)
+                       SimpleNamespace(ok=True, history={"J": [1e3, 5e2, 1e2]})], [])
+    assert ax.get_ylim() == pytest.approx((1e2 / 10 ** 0.2, 1e6 * 10 ** 0.2))  # 1e3 x the finished; 5 % margins
     plt.close(fig)
+
+
+def test_the_twins_front_holds_rfm_and_poly_of_its_problem(tmp_path):
+    """Issue 55: X-torch's accuracy-cost figure has X's rfm and poly (no init: the same fits), so its front
+    is the problem's front; X's figure does not draw them twice."""
+    from lysep_cli.reports.plot_accuracy_cost import plot_accuracy_cost
+    from lysep_cli.reports.plots import shared_of, twins_of
+    from lysep_cli.reports.selection import load_selection
+    from lysep_cli.specs import load_specs
+
+    every = list(load_specs(CHOSEN).values())
+    t = [s for s in every if s.name == "osc-ball-2d-k12-torch"]
+    assert [s.name for s in twins_of(every, t)] == ["osc-ball-2d-k12"]
+    sel = load_selection(RESULTS, t + twins_of(every, t), None, lambda m: None)
+    shared = shared_of(sel, "osc-ball-2d-k12-torch")
+    assert {r.solver for r in shared} == set(hs.ONE_SOLVE) and shared_of(sel, "osc-ball-2d-k12") == []
+    drawn = plot_accuracy_cost(sel.of("osc-ball-2d-k12-torch") + shared, "osc-ball-2d-k12-torch", tmp_path)
+    front = drawn.panels["l2"].front
+    assert "rfm" in drawn.panels["l2"].series and any(s == "rfm" for s, _ in front)
 
 
 def test_brief_is_one_line_a_problem_with_both_inits_in_one_cell():
@@ -222,10 +243,12 @@ def test_tally_sums_the_verdicts_over_problem_init_pairs():
            cell("pinn", 3, 10, 5.0, 0.1, 1), cell("lysep", 3, 10, 4.0, 0.4, 20),
            cell("rfls", 3, 10, 4.0, 0.2, 0.01), cell("pinn-lbfgs", 3, 10, 1e-9, 1e-5, 2)]
     text = hs.tally({"a": one, "b": two, "c": []})
-    assert text.startswith("Over the 2 (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in 1;")
+    assert text.startswith("Over the 2 (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in 1 "
+                           "(in 0 of them PINN-GD's mean J ends within 1 % of its start at every size, in 0 it "
+                           "diverges at every size);")
     assert "beats rfm at equal CPU in 0 of 1 (LySep spends 90× its CPU)" in text  # b's rfm costs more than LySep
     assert "beats poly at equal CPU in 1 of 2 (LySep spends 40–450× its CPU)" in text
-    assert "its ℓ2 is 0.8–2× rfls's" in text and "in 2." in text
+    assert "its ℓ2 is 0.8–2× rfls's" in text and "in 2 at its chosen size (0.8–2× over every size)." in text
     assert text.endswith("Best solver: pinn-lbfgs in 1 (its median ℓ2 1.1e-05× rfm's), rfm in 1.")
     assert hs.tally({"c": []}) == "No problem has LySep records yet."
     assert hs._g(4810.2) == "4,810" and hs._g(0.75123) == "0.751" and hs._span([3.0, math.inf, 3.0]) == "3"
@@ -261,13 +284,60 @@ def test_readme_answer_sentence_quotes_the_tally_of_the_committed_records():
     """README's plain-words answer says what the generated tally says (so neither drifts alone)."""
     flat = " ".join((ROOT / "README.md").read_text().split())
     tally = [ln for ln in (RESULTS / "summary" / "answer.md").read_text().splitlines() if ln.startswith("Over the ")][0]
-    pairs, pinn = re.search(r"Over the (\d+) \(problem, init\) pairs run, .*? at most sizes in (\d+);", tally).groups()
+    pairs, pinn, stayed, gone = re.search(r"Over the (\d+) \(problem, init\) pairs run, .*? at most sizes in (\d+) "
+                                          r"\(in (\d+) of them PINN-GD's .*?, in (\d+) it diverges", tally).groups()
     rfm = re.search(r"beats rfm at equal CPU in 0 of \d+ \(LySep spends ([\d,–]+)× its CPU\)", tally).group(1)
     poly = re.search(r"beats poly at equal CPU in 0 of \d+ \(LySep spends ([\d,–]+)× its CPU\)", tally).group(1)
-    rfls = re.search(r"its ℓ2 is ([\d.–]+)× rfls's", tally).group(1)
+    rfls, every = re.search(r"its ℓ2 is ([\d.–]+)× rfls's .*? at its chosen size \(([\d.–]+)× over every size\)",
+                            tally).groups()
     best = re.search(r"Best solver: pinn-lbfgs in (\d+)", tally).group(1)
     said = (f"In all {pairs} (problem, init) pairs LySep's ℓ2 is above rfm's and poly's while it spends {rfm}× rfm's "
-            f"CPU and {poly}× poly's, within {rfls}× of rfls's on its own seeded layers; it beats PINN-GD in {pinn} "
-            f"of {pairs}; where anything beats the one-solve fits it is pinn-lbfgs, a network trained end to end, "
-            f"best in {best} of {pairs}")
+            f"CPU and {poly}× poly's, within {rfls}× of rfls's on its own seeded layers at its chosen size ({every}× "
+            f"over every size); it beats PINN-GD in {pinn} of {pairs}, but in {stayed} of them PINN-GD's J ends "
+            f"within 1 % of its start and in {gone} it diverges; where anything beats the one-solve fits it is "
+            f"pinn-lbfgs, a network trained end to end, best in {best} of {pairs}")
     assert said in flat
+
+
+def test_sizes_where_both_inits_gave_the_same_runs_are_named():
+    """Issue 55: at M = d the two inits draw the same networks (layer-ball-10d (3,10)); the brief says so."""
+    same = [cell(s, 3, 10, 1.0, 0.1, 1, init=i) for s in ("pinn", "lysep") for i in hs.INITS]
+    differ = [cell("pinn", 3, 20, 1.0, 0.1, 1), cell("pinn", 3, 20, 2.0, 0.1, 1, init="torch"),
+              cell("lysep", 3, 20, 1.0, 0.1, 1), cell("lysep", 3, 20, 1.0, 0.1, 1, init="torch")]
+    rfm = [cell("rfm", 2, 500, 1e-9, 1e-8, 0.1)]
+    assert hs.identical_sizes(same + differ + rfm) == [(3, 10)]
+    text = hs.brief({"p-k1": same + differ + rfm, "q-k2": differ + rfm})
+    assert "at p-k1 (3,10): not independent" in text and "q-k2 (3," not in text
+    assert hs.identical_note({"q-k2": differ}) == ""
+
+
+def test_the_tally_says_where_pinn_gd_stayed_at_its_start_or_diverged():
+    """Issue 55: "LySep beats PINN-GD in 7 of 14" said without its caveat; the tally now counts, among those
+    pairs, where PINN-GD's J ended within 1 % of its start (a step that left it there) or diverged."""
+    stay = hs.cell_of([rec("pinn", 3, 10, 99.5, 1.0, 1, J0=100.0) for _ in range(5)], "pinn", "paper")
+    moved = hs.cell_of([rec("pinn", 3, 10, 98.0, 0.1, 1, J0=100.0) for _ in range(5)], "pinn", "paper")  # beats LySep
+    assert stay.J_start == 100.0 and stay.stayed and not moved.stayed
+    gone = hs.cell_of([rec("pinn", 3, 10, None, None, 1, ok=False) for _ in range(4)]
+                      + [rec("pinn", 3, 10, 1.0, 0.1, 1)], "pinn", "paper")
+    assert not gone.usable
+    rfm, poly = cell("rfm", 2, 500, 1e-9, 1e-8, 0.1), cell("poly", 2, 66, 1.0, 0.05, 0.02)
+    lysep = cell("lysep", 3, 10, 4.0, 0.4, 9)
+    by = {"a-k1": [rfm, poly, lysep, stay], "b-k2": [rfm, poly, lysep, moved], "c-k3": [rfm, poly, lysep, gone]}
+    assert ("beats PINN's at most sizes in 2 (in 1 of them PINN-GD's mean J ends within 1 % of its start at "
+            "every size, in 1 it diverges at every size)") in hs.tally(by)
+
+
+def test_pinn_gd_stays_at_its_start_on_the_three_problems_docs_name():
+    """docs/harder.md (issue 55): "PINN-GD stays at its start on three problems (osc-ball-2d, aniso-box-2d,
+    osctime-box-5d)": there every PINN cell that more than half its runs finished, under either init, ends
+    with its mean J within 1 % of its mean initial J; on the other four not."""
+    from lysep_cli.reports.selection import load_selection
+    from lysep_cli.specs import load_specs
+
+    specs = list(load_specs(CHOSEN).values())
+    by = hs.gather(specs, load_selection(RESULTS, specs, None, lambda m: None).of)
+    stayed = {n for n, cs in by.items()
+              if all(c.stayed for c in cs if c.solver == "pinn" and c.usable)}
+    assert stayed == {"osc-ball-2d-k12", "aniso-box-2d-k16", "osctime-box-5d-k8"}
+    text = " ".join(DOC.read_text().split())
+    assert ("PINN-GD stays at its start on three problems (osc-ball-2d, aniso-box-2d, osctime-box-5d)" in text)

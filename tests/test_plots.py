@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -115,3 +116,26 @@ def test_seeds_note_names_a_seed_free_solver_apart():
     assert _seeds_note(seeded[:1]) == "1 seed"
     assert _seeds_note(seeded + [rec("poly", 0)]) == "3 seeds; poly: one fit"
     assert _seeds_note([rec("poly", 0)]) == "poly: one fit"
+
+
+def test_a_history_reaching_1e300_keeps_the_finished_curves_in_frame(tmp_path):
+    """Issue 55: a diverged PINN whose J reaches 1e300 (5.9e304 in the harder suite) collapsed the log
+    autoscale to [1, 10], every finished curve off the frame.  The axis now spans the finished runs and stops
+    DIVERGED_HEADROOM above their largest J."""
+    from lysep_cli.reports.plots import DIVERGED_HEADROOM, plot_loss
+
+    root = tmp_path / "results"
+    for s in range(3):
+        write_record(root, "pinn", 3, 20, s)  # J from 1e-1 down to ~1e-5.2
+    k = np.arange(ITERATIONS + 1)
+    blown = [float(v) for v in 10.0 ** (1 + 10 * k[:31])]  # 10 ... 1e301
+    blown[30] = 1e300
+    rec, params = synthetic_record(SPEC, "pinn", 3, 20, 3, J=None, l2=None, iterations=ITERATIONS,
+                                   status="diverged", history={"J": blown[:31], "J_S": None}, seconds=0.5)
+    store(root, rec, params)
+    records = records_of(root)
+    assert sum(not r.ok for r in records) == 1
+    lo, hi = plot_loss(records, EXP, tmp_path / "figs").panels[(3, 20)].ylim
+    finished = [v for r in records if r.ok for v in r.history["J"]]
+    assert lo <= min(finished) and max(finished) < hi <= max(finished) * DIVERGED_HEADROOM * 3  # 3: the 5 % margin
+    assert math.log10(hi / lo) > 5  # not a collapsed [1, 10]

@@ -36,6 +36,7 @@ NETWORKS = {"pinn": [(3, 20), (3, 50), (3, 80)], "lysep": [(3, 20), (3, 50)], "p
             "rfls": [(3, 20), (3, 50), (3, 80)]}
 SEEDS = [0, 1, 2]
 EPYC, XEON = "AMD EPYC, 2 CPUs", "Intel(R) Xeon(R) Processor, 2 CPUs"
+DIVERGED_SECONDS = 50.0  # the diverged PINN run's CPU seconds: they count in its cell's median
 STUDY = [(k, 1e-2 * 10.0 ** -k, 1e-1 * 10.0 ** -k, 1e-3 * (k + 1)) for k in range(6)]  # degree, J, l2, CPU s
 
 
@@ -62,9 +63,10 @@ def results(tmp_path_factory) -> Path:
                                            history=hist, diagnostics={"cpu_seconds": s},
                                            versions={"machine": EPYC})
             store(root, rec, params)
-    # a diverged PINN run at (3, 80): left out of the median, its cell still a point
+    # a diverged PINN run at (3, 80): +inf in the median (the harder summary's rule), its cell still a point
     rec, params = synthetic_record(SPEC, "pinn", 3, 80, 3, J=None, l2=None, iterations=ITERATIONS,
-                                   status="diverged", versions={"machine": EPYC})
+                                   status="diverged", versions={"machine": EPYC},
+                                   diagnostics={"cpu_seconds": DIVERGED_SECONDS})
     store(root, rec, params)
     for M, seed in itertools.product((800, 1600), SEEDS):
         s, J, l2 = numbers("rfm", 2, M, seed)
@@ -93,8 +95,12 @@ def expected_points(root: Path) -> dict[str, list[tuple[float, float, float]]]:
     the study as written (not through the module under test)."""
     out: dict[str, list[tuple[float, float, float]]] = {}
     for solver, sizes in NETWORKS.items():
-        out[solver] = [tuple(float(np.median([numbers(solver, L, M, s)[i] for s in SEEDS])) for i in range(3))
-                       for L, M in sizes]
+        out[solver] = []
+        for L, M in sizes:
+            runs = [numbers(solver, L, M, s) for s in SEEDS]
+            if (solver, M) == ("pinn", 80):
+                runs.append((DIVERGED_SECONDS, math.inf, math.inf))  # the diverged run
+            out[solver].append(tuple(float(np.median([r[i] for r in runs])) for i in range(3)))
     out["rfm"] = [tuple(float(np.median([numbers("rfm", 2, M, s)[i] for s in SEEDS])) for i in range(3))
                   for M in (800, 1600)]
     out["poly"] = [(s, J, l2) for k, J, l2, s in STUDY if k != 5] + [(0.2, 3e-9, 4e-8)]
@@ -131,7 +137,8 @@ def test_every_solver_a_series_with_its_points_and_the_front(results, tmp_path):
         assert panel.levels["lysep"] == [r[q][0] for r in rows if r["model"] == "LySep"]
         assert panel.levels["pinn"] == [r[q][0] for r in rows if r["model"] == "PINN"]
     pinn80 = drawn.panels["l2"].series["pinn"].points[-1]
-    assert (pinn80.runs, pinn80.left_out) == (4, 1)  # the diverged run: counted, not in the median
+    assert (pinn80.runs, pinn80.left_out) == (4, 1)  # the diverged run: counted, +inf in the median
+    assert pinn80.l2[2] < math.inf  # the bars: the finished runs
     poly = drawn.panels["l2"].series["poly"]
     assert [p.source for p in poly.points] == ["degree study"] * 5 + ["records"]
 
@@ -236,3 +243,34 @@ def test_titles_give_the_seeds_per_solver():
     recs = [rec("pinn", s) for s in range(10)] + [rec("lysep", s) for s in range(10)] + \
         [rec("pinn-adam", s) for s in range(3)] + [rec("poly", 0)]
     assert _seeds_note(recs) == "10 seeds: PINN, LySep; 3 seeds: pinn-adam; poly: one fit"
+
+
+def test_a_cell_where_most_runs_diverged_has_no_point_and_the_caption_says_so():
+    """The harder summary's rule (issue 55): one run of five finished -> median +inf, no point, named in the
+    caption with 1/5; three of five -> a point at the third-best run, "k/n" said."""
+    from lysep_cli.reports.accuracy_cost import drawable
+    from lysep_cli.reports.plot_accuracy_cost import unfinished_note
+
+    def recs(M: int, finished: int):
+        out = []
+        for seed in range(5):
+            ok = seed < finished
+            out.append(synthetic_record(SPEC, "pinn", 3, M, seed, J=0.1 * (seed + 1) if ok else None,
+                                        l2=0.01 * (seed + 1) if ok else None, iterations=ITERATIONS,
+                                        status="ok" if ok else "diverged")[0])
+        return out
+    series = solver_series(recs(10, 1) + recs(20, 3) + recs(30, 0))
+    one, three, none = series["pinn"].points
+    assert not drawable(one, "l2") and drawable(three, "l2") and not drawable(none, "J")
+    assert three.l2[1] == pytest.approx(0.03) and three.left_out == 2  # 0.01, 0.02, 0.03, inf, inf
+    note = unfinished_note({"": series}, "l2")
+    assert "+∞" in note and "PINN (3,10) (1/5), PINN (3,30) (0/5)" in note and "(3,20)" not in note
+    assert unfinished_note({"": solver_series(recs(20, 5))}, "l2") == ""
+
+
+def test_sizes_are_named_with_their_depth():
+    from lysep_cli.reports.plot_accuracy_cost import sizes_text
+
+    assert sizes_text(["(2,50)", "(3,50)", "(4,50)", "(5,50)"]) == "L = 2–5, M = 50"
+    assert sizes_text(["(3,30)", "(3,100)"]) == "L = 3, M = 30–100"
+    assert sizes_text(["(2,10)", "(3,50)"]) == "2 sizes, L = 2–3, M = 10–50"

@@ -6,7 +6,8 @@ For one experiment's selected records (:func:`lysep_cli.reports.selection.select
   the network size (L, M) for the networks (pinn, lysep, pinn-adam, pinn-lbfgs, pinn-lm, rfls), the width
   M for rfm, the degree k for poly.  A point is the median over the seeds of the run's CPU seconds
   (:attr:`RunRecord.compute_seconds`), its final J and its test ℓ2, with the min and max (the spread);
-  runs that did not finish (status not "ok", or a non-finite J or ℓ2) are left out and counted.  poly's
+  a run that did not finish (status not "ok", or a non-finite J or ℓ2) counts as +inf in the medians, as
+  in the harder suite's summary, and is counted.  poly's
   degrees come from its records and, where the experiment has one, from its degree study
   (``RESULTS/<experiment>/study-poly-degree/runs.csv``, :mod:`lysep_cli.reports.poly_degree`): a degree with
   a record is the record's point, the others the study's rows (one deterministic fit each).
@@ -45,7 +46,7 @@ class Point:
 
     label : what the point is ("(3,30)", "M = 800", "k = 19").
     cost, l2, J : (min, median, max) over the runs; CPU seconds, test ℓ2, final J.
-    runs : the runs behind it; left_out : its runs that did not finish (not in the medians).
+    runs : the runs behind it; left_out : its runs that did not finish (+inf in the medians of J and ℓ2).
     source : "records", or :data:`STUDY` (poly's degree study: one fit, on a CPU it does not record).
     """
 
@@ -83,14 +84,20 @@ def _finished(r: RunRecord) -> bool:
         and J > 0 and l2 > 0
 
 
-def _point(label: str, recs: list[RunRecord]) -> Point | None:
-    """The median point of ``recs`` (one cell); None when none of them finished."""
+def _point(label: str, recs: list[RunRecord]) -> Point:
+    """The median point of ``recs`` (one cell, at least one run).  The rule of the harder suite's summary
+    (:mod:`lysep_cli.reports.harder_summary`): a run that did not finish counts as +inf in the median of J
+    and ℓ2 (when half or more did not finish, the median is +inf: the point is not drawn), its CPU seconds
+    count; the spread (min, max) is over the finished runs (+inf when none finished)."""
     done = [r for r in recs if _finished(r)]
-    if not done:
-        return None
-    col = {q: np.array([getattr(r.final, q) for r in done], dtype=float) for q in ("J", "l2")}
-    cost = np.array([r.compute_seconds for r in done], dtype=float)
-    return Point(label, _triple(cost), _triple(col["l2"]), _triple(col["J"]), len(recs), len(recs) - len(done))
+    triples = {}
+    for q in ("J", "l2"):
+        every = np.array([getattr(r.final, q) if _finished(r) else math.inf for r in recs], dtype=float)
+        finite = every[np.isfinite(every)]
+        spread = (float(finite.min()), float(finite.max())) if finite.size else (math.inf, math.inf)
+        triples[q] = (spread[0], float(np.median(every)), spread[1])
+    cost = np.array([r.compute_seconds for r in recs], dtype=float)
+    return Point(label, _triple(cost), triples["l2"], triples["J"], len(recs), len(recs) - len(done))
 
 
 def poly_degree(r: RunRecord) -> int | None:
@@ -115,9 +122,7 @@ def _poly_points(recs: list[RunRecord], study: pd.DataFrame | None) -> list[Poin
             if all(math.isfinite(v) and v > 0 for v in (J, l2, s)) and math.isfinite(k) and (0, int(k)) not in by_key:
                 points[(0, int(k))] = Point(f"k = {int(k)}", (s, s, s), (l2, l2, l2), (J, J, J), 1, source=STUDY)
     for key, rs in by_key.items():
-        p = _point(f"k = {key[1]}" if key[0] == 0 else f"P = {key[1]}", rs)
-        if p is not None:
-            points[key] = p
+        points[key] = _point(f"k = {key[1]}" if key[0] == 0 else f"P = {key[1]}", rs)
     return [points[k] for k in sorted(points)]
 
 
@@ -127,8 +132,8 @@ def along(solver: str) -> str:
 
 
 def solver_series(records: list[RunRecord], poly_study: pd.DataFrame | None = None) -> dict[str, Series]:
-    """Solver -> its :class:`Series` (the solvers in :func:`solver_key` order; one without a finished run
-    has no points but is kept, so that a figure can say so)."""
+    """Solver -> its :class:`Series` (the solvers in :func:`solver_key` order), a point per cell run, drawn
+    or not (:func:`drawable`), so that a figure can say which it leaves out."""
     out: dict[str, Series] = {}
     for solver in sorted({r.solver for r in records}, key=solver_key):
         recs = [r for r in records if r.solver == solver]
@@ -138,9 +143,8 @@ def solver_series(records: list[RunRecord], poly_study: pd.DataFrame | None = No
             points = _poly_points(recs, poly_study)
         else:
             cells = sorted({(r.L, r.M) for r in recs})
-            made = [_point(f"M = {M}" if kind == "width" else f"({L},{M})",
-                           [r for r in recs if (r.L, r.M) == (L, M)]) for L, M in cells]
-            points = [p for p in made if p is not None]
+            points = [_point(f"M = {M}" if kind == "width" else f"({L},{M})",
+                             [r for r in recs if (r.L, r.M) == (L, M)]) for L, M in cells]
         out[solver] = Series(solver, kind, points, machines)
     return out
 
@@ -163,10 +167,15 @@ def pareto_front(costs: np.ndarray, errors: np.ndarray) -> np.ndarray:
     return np.array(front, dtype=int)
 
 
+def drawable(p: Point, quantity: str) -> bool:
+    """Whether ``p`` has a finite median of ``quantity`` (not when half or more of its runs did not finish)."""
+    return math.isfinite(p.value(quantity)[1])
+
+
 def medians(series: dict[str, Series], quantity: str) -> tuple[np.ndarray, np.ndarray, list[tuple[str, str]]]:
-    """Every point's (median cost, median ``quantity``) over all series, shape (n,) each, with the
+    """Every drawable point's (median cost, median ``quantity``) over all series, shape (n,) each, with the
     (solver, point label) of each."""
-    pts = [(s.solver, p) for s in series.values() for p in s.points]
+    pts = [(s.solver, p) for s in series.values() for p in s.points if drawable(p, quantity)]
     costs = np.array([p.cost[1] for _, p in pts], dtype=float)
     errors = np.array([p.value(quantity)[1] for _, p in pts], dtype=float)
     return costs, errors, [(s, p.label) for s, p in pts]
@@ -213,5 +222,5 @@ def machines_note(series: dict[str, Series]) -> str | None:
     return text or None
 
 
-__all__ = ["Point", "Series", "QUANTITIES", "solver_series", "pareto_front", "medians", "published_levels",
+__all__ = ["Point", "Series", "QUANTITIES", "solver_series", "pareto_front", "medians", "drawable", "published_levels",
            "machines_note", "read_poly_study", "poly_degree", "along"]

@@ -46,7 +46,8 @@ NOT_RUN = "not run yet"
 class Cell:
     """One (solver, init, L, M) of a problem: ``runs`` records, ``finished`` of them with a finite J and ℓ2;
     J, l2: (mean, sample std) over the finished runs (NaN when none); ``l2_median`` over every run, a run that
-    did not finish counted as +inf; ``cpu``: mean CPU seconds per run over every run."""
+    did not finish counted as +inf; ``cpu``: mean CPU seconds per run over every run; ``J_start``: mean initial J
+    (the first of each finished run's J history; NaN without histories)."""
 
     solver: str
     init: str
@@ -58,6 +59,13 @@ class Cell:
     l2: tuple[float, float]
     l2_median: float
     cpu: float
+    J_start: float = math.nan
+
+    @property
+    def stayed(self) -> bool:
+        """Its mean final J within 1 % of its mean initial J (``J_start``, the histories' first J): the
+        training left the network where it started."""
+        return self.usable and self.J[0] >= 0.99 * self.J_start
 
     @property
     def usable(self) -> bool:
@@ -97,11 +105,12 @@ def cell_of(records: list[RunRecord], solver: str, init: str) -> Cell:
     l2 = np.array([r.final.l2 for r in done], dtype=float)
     every = np.array([r.final.l2 if _finished(r) else math.inf for r in records], dtype=float)
     cpu = np.array([r.compute_seconds for r in records], dtype=float)
+    start = np.array([(r.history.get("J") or [math.nan])[0] for r in done], dtype=float)
     nan = float("nan")
     return Cell(solver, init, records[0].L, records[0].M, len(records), len(done),
                 (float(J.mean()) if J.size else nan, sample_std(J)),
                 (float(l2.mean()) if l2.size else nan, sample_std(l2)),
-                float(np.median(every)), float(cpu.mean()))
+                float(np.median(every)), float(cpu.mean()), float(start.mean()) if start.size else nan)
 
 
 def cells(paper: list[RunRecord], torch: list[RunRecord]) -> list[Cell]:
@@ -265,7 +274,7 @@ def answer(by_problem: dict[str, list[Cell]], taus: dict[str, list[FixedTau]] | 
     lines = _table(HEADER, rows) + [""]
     lines.append("Torch init changes the verdict: " + ("; ".join(f"{n}: {changes(by_problem[n])}" for n in run)
                                                        if run else "no problem run yet") + ".")
-    lines.append(tally(by_problem))
+    lines.append(tally(by_problem) + identical_note(by_problem))
     if taus is not None:
         lines.append("LySep as written (one fixed τ, the best by training J; `lysep study step-size`, paper init): "
                      + "; ".join(f"{n}: {fixed_tau_text(taus.get(n, []))}" for n in by_problem) + ".")
@@ -349,20 +358,27 @@ def tally(by_problem: dict[str, list[Cell]]) -> str:
     pairs = [(cs, i) for cs in by_problem.values() for i in INITS if chosen(cs, "lysep", i) is not None]
     if not pairs:
         return "No problem has LySep records yet."
-    pinn = sum(1 for cs, i in pairs if (v := lysep_vs_pinn(cs, i)).sizes and 2 * v.l2_wins > v.sizes)
-    parts = [f"Over the {len(pairs)} (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in {pinn}"]
+    wins = [(cs, i) for cs, i in pairs if (v := lysep_vs_pinn(cs, i)).sizes and 2 * v.l2_wins > v.sizes]
+    pinn = [[c for c in cs if c.solver == "pinn" and c.init == i] for cs, i in wins]
+    stayed = sum(1 for p in pinn if any(c.usable for c in p) and all(c.stayed for c in p if c.usable))
+    gone = sum(1 for p in pinn if p and not any(c.usable for c in p))
+    parts = [f"Over the {len(pairs)} (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in "
+             f"{len(wins)} (in {stayed} of them PINN-GD's mean J ends within 1 % of its start at every size, in "
+             f"{gone} it diverges at every size)"]
     for s in ONE_SOLVE:
         vs = [v for cs, i in pairs if (v := equal_cpu(cs, i, s)) is not None and v.other is not None]
         parts.append(f"beats {s} at equal CPU in {sum(bool(v.lysep_wins) for v in vs)} of {len(vs)} "
                      f"(LySep spends {_span([v.ratio for v in vs])}× its CPU)")
-    ratios = []
+    ratios, every = [], []
     for cs, i in pairs:
         ly = chosen(cs, "lysep", i)
-        rf = next((c for c in cs if c.solver == "rfls" and c.init == i and (c.L, c.M) == (ly.L, ly.M)), None)
-        if rf is not None and rf.usable and rf.l2[0] > 0:
-            ratios.append(ly.key_l2 / rf.l2[0])
+        rfls = {(c.L, c.M): c for c in cs if c.solver == "rfls" and c.init == i and c.usable and c.l2[0] > 0}
+        every += [c.key_l2 / rfls[(c.L, c.M)].l2[0] for c in cs
+                  if c.solver == "lysep" and c.init == i and c.usable and (c.L, c.M) in rfls]
+        if (ly.L, ly.M) in rfls:
+            ratios.append(ly.key_l2 / rfls[(ly.L, ly.M)].l2[0])
     parts.append(f"its ℓ2 is {_span(ratios, 2)}× rfls's (the one closed-form output fit on its own seeded "
-                 f"layers, same size) in {len(ratios)}")
+                 f"layers, same size) in {len(ratios)} at its chosen size ({_span(every, 2)}× over every size)")
     counts: dict[str, int] = {}
     vs_rfm: dict[str, list[float]] = {}
     for cs, i in pairs:
@@ -376,6 +392,27 @@ def tally(by_problem: dict[str, list[Cell]]) -> str:
     best = ", ".join(f"{k} in {n}" + (f" (its median ℓ2 {_span(vs_rfm[k], 2)}× rfm's)" if k in vs_rfm else "")
                      for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return "; ".join(parts) + f". Best solver: {best}."
+
+
+def identical_sizes(cs: list[Cell]) -> list[tuple[int, int]]:
+    """The sizes at which the two inits gave the same runs (every solver run under both: the same mean J and
+    ℓ2 to the bit): there the two inits draw the same network (M = d: U(±M^-1/2) is nn.Linear's
+    U(±fan_in^-1/2)), so the two pairs of that size are one, not two independent trials."""
+    by = {(c.solver, c.init, c.L, c.M): c for c in cs}
+    sizes: dict[tuple[int, int], bool] = {}
+    for (s, i, L, M), c in by.items():
+        t = by.get((s, "torch", L, M))
+        if i == "paper" and t is not None:
+            sizes[(L, M)] = sizes.get((L, M), True) and (c.J, c.l2) == (t.J, t.l2)
+    return sorted(z for z, same in sizes.items() if same)
+
+
+def identical_note(by_problem: dict[str, list[Cell]]) -> str:
+    """"Both inits drew the same networks at ..." naming each (problem, size) of :func:`identical_sizes`;
+    "" when none."""
+    same = [f"{n} ({L},{M})" for n, cs in by_problem.items() for L, M in identical_sizes(cs)]
+    return (f" Both inits gave the same runs (the same networks: M = d) at {', '.join(same)}: not independent "
+            "there." if same else "")
 
 
 def _both(texts: list[str]) -> str:
@@ -408,13 +445,15 @@ def brief(by_problem: dict[str, list[Cell]]) -> str:
         best = min(bests, key=lambda c: (c.l2_median, c.cpu)) if bests else None
         best_text = "—" if best is None else f"{best.name}: {sci(best.l2_median)}, {best.cpu:.2g} s"
         rows.append([name, ly_text, a_text, *cost, best_text])
-    header = ["problem", "LySep (paper init): ℓ2, chosen (L,M), CPU s / run", "beats PINN (ℓ2, sizes)",
-              "beats rfm at equal CPU (rfm: ℓ2, s)", "beats poly at equal CPU (poly: ℓ2, s)",
-              "best solver: median ℓ2, CPU s / run"]
+    header = ["problem", "LySep (paper init): mean ℓ2, chosen (L,M), mean CPU s / run",
+              "beats PINN (mean ℓ2, sizes)", "beats rfm at equal CPU (rfm: mean ℓ2, s)",
+              "beats poly at equal CPU (poly: ℓ2, s)", "best solver: median ℓ2, mean CPU s / run"]
     run = sum(1 for cs in by_problem.values() if cs)
-    note = (f"Records of {run} of {len(by_problem)} problems; 5 seeds a cell; both inits in one cell, "
-            "\"paper / torch\" where they differ; chosen sizes by training J, never the test error "
-            "(the rule and every cell: docs/harder.md).")
+    note = (f"Records of {run} of {len(by_problem)} problems; 5 seeds a cell (poly: one fit); means over the "
+            "finished runs (a cell with half or more unfinished counts as +∞), the best solver by its median "
+            "(an unfinished run +∞); both inits in one cell, \"paper / torch\" where they differ; chosen sizes by "
+            "training J, never the test error (the rule and every cell: docs/harder.md)."
+            + identical_note(by_problem))
     return "\n".join(_table(header, rows) + ["", tally(by_problem) + " " + note]) + "\n"
 
 
@@ -471,5 +510,5 @@ def gather(specs: list[ExperimentSpec], records_of) -> dict[str, list[Cell]]:
             for x, t in problems(specs)}
 
 
-__all__ = ["Cell", "cells", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "brief", "tally", "problem_table",
+__all__ = ["Cell", "cells", "identical_sizes", "chosen", "lysep_vs_pinn", "equal_cpu", "best_overall", "answer", "brief", "tally", "problem_table",
            "summarise", "gather", "FixedTau", "fixed_tau", "fixed_tau_text", "problems", "changes", "series_name", "NOT_RUN"]

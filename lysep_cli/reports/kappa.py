@@ -90,16 +90,16 @@ def rfm_widths(n_train: int) -> list[int]:
     return sorted({max(1, int(round(s * n_train))) for s in RFM_WIDTH_SHARES})
 
 
-def rfm_held_out(spec: ExperimentSpec) -> dict[str, Any]:
-    """rfm's held-out choice of (sigma, M) (module docstring) and its full fit: sigma, M, J_hold, J, l2,
-    CPU seconds of the full fit."""
+def rfm_held_out(spec: ExperimentSpec, sigmas: tuple[float, ...] = RFM_SIGMAS) -> dict[str, Any]:
+    """rfm's held-out choice of (sigma, M) (module docstring; ``sigmas``: the scales tried) and its full fit:
+    sigma, M, J_hold, J, l2, CPU seconds of the full fit."""
     data = experiment_data(spec)
     n_in = data.problem.n_in
     part, rest = held_out(data.training)
     cells = []
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         for M in rfm_widths(spec.n_train):
-            for sigma in RFM_SIGMAS:
+            for sigma in sigmas:
                 r = solve_output_layer(part, features(init_params(n_in, 2, M, RFM_SEED), sigma), "auto")
                 h = _nan(pinn_loss(r.params, rest.Z, rest.coef, rest.Y)) if r.status == "ok" else math.nan
                 cells.append((M, sigma, h))

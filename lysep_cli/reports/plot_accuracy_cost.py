@@ -25,8 +25,8 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from lysep_cli.reports.accuracy_cost import (QUANTITIES, Series, along, machines_note, medians, pareto_front,
-                                             published_levels, solver_series)
+from lysep_cli.reports.accuracy_cost import (QUANTITIES, Series, along, drawable, machines_note, medians,
+                                             pareto_front, published_levels, solver_series)
 from lysep_cli.reports.figures import LOOKS, Drawn, is_seed_free, looks, plt, save
 from lysep_cli.reports.selection import display_name, solver_key
 from lysep_cli.store.schema import RunRecord
@@ -47,17 +47,33 @@ class Panel:
     levels: dict[str, list[float]]
 
 
+def sizes_text(labels: list[str]) -> str:
+    """The network sizes of "(L,M)" labels in words: "L = 3, M = 30–100", "L = 2–5, M = 50", or with both
+    varying "6 sizes, L = 2–3, M = 10–50"; the labels themselves when they are not sizes."""
+    sizes = [tuple(int(v) for v in lab.strip("()").split(",")) for lab in labels
+             if lab.startswith("(") and lab.count(",") == 1]
+    if len(sizes) != len(labels):
+        return ", ".join(labels)
+
+    def span(vals: set[int]) -> str:
+        return f"{min(vals)}" if len(vals) == 1 else f"{min(vals)}–{max(vals)}"
+
+    Ls, Ms = {L for L, _ in sizes}, {M for _, M in sizes}
+    both = len(Ls) > 1 and len(Ms) > 1
+    return (f"{len(sizes)} sizes, " if both else "") + f"L = {span(Ls)}, M = {span(Ms)}"
+
+
 def _series_label(s: Series) -> str:
     name, pts = display_name(s.solver), s.points
-    if not pts:
-        return f"{name}: no finished run"
+    if not any(drawable(p, "l2") for p in pts):
+        return f"{name}: no point (half or more of its runs unfinished at every size)"
     if s.along == "degree":
         ks = [p.label.split(" = ")[1] for p in pts if p.label.startswith("k = ")]
         what = (f"k = {ks[0]}" if len(ks) == 1 else f"degrees k = {ks[0]}–{ks[-1]}") if ks else pts[0].label
     elif s.along == "width":
         what = pts[0].label if len(pts) == 1 else f"widths {pts[0].label}–{pts[-1].label.split('= ')[1]}"
     else:
-        what = f"{len(pts)} size" + ("" if len(pts) == 1 else "s")
+        what = sizes_text([p.label for p in pts])
     runs = max(p.runs for p in pts)
     seeds = "one fit" if is_seed_free(s.solver) else f"{runs} seed" + ("" if runs == 1 else "s")
     return f"{name} ({what}; {seeds})"
@@ -68,15 +84,20 @@ def draw_panel(ax, series: dict[str, Series], quantity: str, levels: dict[str, l
     """One log-log panel of ``quantity`` against CPU seconds (the series named in ``hollow``: open markers,
     dashed); what it drew."""
     for s in series.values():
-        if not s.points:
+        pts = [p for p in s.points if drawable(p, quantity)]
+        if not pts:
             continue
         colour, marker, _ = styles[s.solver]
-        x = np.array([p.cost for p in s.points]).T  # (3, n): min, median, max
-        y = np.array([p.value(quantity) for p in s.points]).T
+        x = np.array([p.cost for p in pts]).T  # (3, n): min, median, max
+        y = np.array([p.value(quantity) for p in pts]).T
         ax.errorbar(x[1], y[1], xerr=[x[1] - x[0], x[2] - x[1]], yerr=[y[1] - y[0], y[2] - y[1]],
                     color=colour, marker=marker, markersize=4.5 if marker != "*" else 6, linewidth=0.7,
                     elinewidth=0.6, capsize=0, alpha=0.9, zorder=3,
                     **({"markerfacecolor": "white", "linestyle": "--"} if s.solver in hollow else {}))
+        for p in pts:  # a cell where not every run finished says how many did
+            if p.left_out:
+                ax.annotate(f"{p.runs - p.left_out}/{p.runs}", xy=(p.cost[1], p.value(quantity)[1]),
+                            xytext=(3, 3), textcoords="offset points", fontsize=5.5, color=colour, zorder=4)
     costs, errors, who = medians(series, quantity)
     idx = pareto_front(costs, errors) if costs.size else np.array([], dtype=int)
     front_xy = np.column_stack([costs[idx], errors[idx]]) if idx.size else np.zeros((0, 2))
@@ -102,14 +123,27 @@ def draw_panel(ax, series: dict[str, Series], quantity: str, levels: dict[str, l
     return Panel(quantity, series, [who[i] for i in idx], front_xy, levels)
 
 
-def _caption(series: dict[str, Series], width: int, paper: bool = True) -> str:
-    left = sum(p.left_out for s in series.values() for p in s.points)
+def unfinished_note(by_prefix: dict[str, dict[str, Series]], quantity: str) -> str:
+    """The caption's words on runs that did not finish: the summary's rule, and the cells it leaves without a
+    point (half or more of their runs unfinished), each named after its prefix ("" or "osc-ball-2d-k12: ",
+    -> its series); "" when every run finished."""
+    every = [(prefix, s) for prefix, series in by_prefix.items() for s in series.values()]
+    if not any(p.left_out for _, s in every for p in s.points):
+        return ""
+    gone = [f"{prefix}{display_name(s.solver)} {p.label} ({p.runs - p.left_out}/{p.runs})"
+            for prefix, s in every for p in s.points if not drawable(p, quantity)]
+    return (" A run that did not finish (diverged) counts as +∞ in the median, as in the harder suite's "
+            "summary; \"k/n\": k of the cell's n runs finished"
+            + (f"; no point where the median is +∞: {', '.join(gone)}." if gone else "."))
+
+
+def _caption(series: dict[str, Series], width: int, paper: bool = True, quantity: str = "l2",
+             unfinished: str | None = None) -> str:
     text = ("Marker: the median over the seeds of a size (networks, rfls), a width (rfm) or a degree (poly); "
             "bars: least to largest run; front: the points no other beats in both cost and error; "
             + ("paper: the published mean at its best size (dashed) and over all its sizes (band); " if paper else "")
             + "CPU seconds: each record's own (one BLAS thread).")
-    if left:
-        text += f" {left} run(s) that did not finish (diverged) left out of the medians."
+    text += unfinished_note({"": series}, quantity) if unfinished is None else unfinished
     note = machines_note(series)
     if note:
         text += " " + note + "."
@@ -202,36 +236,43 @@ def plot_accuracy_cost(records: list[RunRecord], experiment: str, out_dir: Path,
 
 def plot_accuracy_cost_combined(by_experiment: dict[str, list[RunRecord]], out_dir: Path,
                                 poly_studies: dict[str, pd.DataFrame | None] | None = None,
-                                quantity: str = "l2") -> Drawn:
-    """``accuracy-cost``: the ``quantity`` panel of every experiment in one figure; what it drew."""
+                                quantity: str = "l2", twins: dict[str, list[RunRecord]] | None = None) -> Drawn:
+    """``accuracy-cost``: the ``quantity`` panel of every experiment in one figure; what it drew.  ``twins``:
+    experiment -> the records of its ``-torch`` twin, each solver a hollow series of its own in that panel."""
     names = list(by_experiment)
     if not names:
         raise ValueError("no experiment to draw")
-    every = {exp: solver_series(recs, (poly_studies or {}).get(exp)) for exp, recs in by_experiment.items()}
+    every = {}
+    for exp, recs in by_experiment.items():
+        ser = solver_series(recs, (poly_studies or {}).get(exp))
+        every[exp] = with_twin(ser, solver_series(twins[exp])) if (twins or {}).get(exp) else ser
     levels = {exp: published_levels(exp, quantity) for exp in names}
-    solvers = sorted({s for ser in every.values() for s in ser}, key=solver_key)
-    styles = looks(solvers)
     merged: dict[str, Series] = {}
     for ser in every.values():  # one Series per solver over every experiment: the caption's CPUs
         for s, v in ser.items():
             m = merged.setdefault(s, Series(s, v.along, [], Counter()))
             m.points.extend(v.points)
             m.machines.update(v.machines)
+    base = sorted((s for s in merged if not s.endswith(TWIN_NOTE)), key=solver_key)
+    solvers = [n for s in base for n in (s, f"{display_name(s)}{TWIN_NOTE}") if n in merged]
+    solvers += [s for s in merged if s not in solvers]
+    styles, hollow = twin_looks(merged)
     paper = [s for s in ("pinn", "lysep") if any(s in lv for lv in levels.values())]
     handles, labels = _key_handles({s: display_name(s) + {"degree": " (over its degree k)", "width": " (over "
                                     "its width M)"}.get(along(s), " (over its sizes)") for s in solvers},
-                                   styles, paper)
+                                   styles, paper, hollow)
     ncols = 1 if len(names) == 1 else 2
     nrows = math.ceil(len(names) / ncols)
     width = 3.6 * ncols + 0.2  # inches, as _figure makes it: ~20 caption characters an inch, ~11 title ones
     key_cols = 3 if ncols > 1 else 1
+    unfinished = unfinished_note({f"{e}: ": every[e] for e in names}, quantity)
     fig, top, axes, key = _figure(nrows, ncols, (3.6, 2.9), len(labels), key_cols,
-                                  _caption(merged, int(20.3 * width), bool(paper)))
+                                  _caption(merged, int(20.3 * width), bool(paper), quantity, unfinished))
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
     panels = {}
     for i, (ax, exp) in enumerate(zip(axes.flat, names)):
-        panels[exp] = draw_panel(ax, every[exp], quantity, levels[exp], styles)
+        panels[exp] = draw_panel(ax, every[exp], quantity, levels[exp], styles, hollow)
         ax.set_title(f"({chr(ord('a') + i)}) {exp}")
     key.legend(handles, labels, loc="upper center", ncols=key_cols, frameon=False)
     title = f"Accuracy against cost: {QUANTITIES[quantity]} against CPU seconds per run"

@@ -35,6 +35,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from lysep_cli.reports.figures import FORMATS, STYLE, Drawn, is_seed_free, looks, plt, save
+from lysep_cli.reports.harder_summary import ONE_SOLVE, TWIN
 from lysep_cli.reports.plot_accuracy_cost import plot_accuracy_cost, plot_accuracy_cost_combined
 from lysep_cli.reports.accuracy_cost import poly_degree, read_poly_study
 from lysep_cli.reports.selection import Selection, bound_violations, display_name, finite_number, solver_key
@@ -136,10 +137,12 @@ class Level:
 
 @dataclass(frozen=True)
 class LossPanel:
-    """What a panel of ``<experiment>-loss`` drew: solver -> curves (one per run), and the levels."""
+    """What a panel of ``<experiment>-loss`` drew: solver -> curves (one per run), the levels, the J axis'
+    range (bottom, top)."""
 
     curves: dict[str, int] = field(default_factory=dict)
     levels: list[Level] = field(default_factory=list)
+    ylim: tuple[float, float] = (0.0, 0.0)
 
 
 def one_shot(records: list[RunRecord]) -> set[str]:
@@ -208,19 +211,35 @@ def _spread_labels(ax, levels: list[Level], colours: dict[str, str]) -> None:
 DIVERGED_HEADROOM = 1e3
 
 
-def _cap_diverged(ax, recs: list[RunRecord]) -> None:
-    """Where a diverged run's J climbs far above the others (to 1e290: beyond what a log axis can tick), the
-    axis stops ``DIVERGED_HEADROOM`` above the largest J of the runs that finished; the diverged curves leave
-    the panel at the top.  Nothing changes in a panel without a diverged run."""
-    ok = [_series(r.history.get("J")) for r in recs if r.ok]
-    tops = [float(np.nanmax(J)) for J in ok if J is not None and np.isfinite(J).any()]
-    if not tops or all(r.ok for r in recs):
+def _positive(arrays: list[np.ndarray]) -> np.ndarray:
+    """The finite positive values of ``arrays``, flattened."""
+    v = np.concatenate([np.asarray(a, dtype=float).ravel() for a in arrays] + [np.zeros(0)])
+    return v[np.isfinite(v) & (v > 0)]
+
+
+def diverged_range(curves: list[np.ndarray], finished: list[np.ndarray], levels: list[float]) -> tuple[float, float]:
+    """The J axis of a panel with a diverged run: from the least value drawn to at most ``DIVERGED_HEADROOM``
+    above the largest J of the runs that finished and of the levels (the diverged curves leave the panel at
+    the top), with a margin of 5 % of the span at each end, as matplotlib's autoscale has.  From the data,
+    never from the autoscale, which collapses (to [1, 10]) when a history reaches 1e304.  ``curves``: every
+    history drawn; ``finished``: those of the runs that finished; ``levels``: the one-shot levels' values."""
+    drawn, kept = _positive(curves + [np.asarray(levels)]), _positive(finished + [np.asarray(levels)])
+    lo = float(drawn.min())
+    hi = float(min(drawn.max(), kept.max() * DIVERGED_HEADROOM) if kept.size else drawn.max())
+    hi = max(hi, 10 * lo)
+    pad = 10 ** (0.05 * math.log10(hi / lo))
+    return lo / pad, hi * pad
+
+
+def _cap_diverged(ax, recs: list[RunRecord], levels: list[Level]) -> None:
+    """Where a run of the panel diverged, the J axis of :func:`diverged_range`; nothing changes in a panel
+    without a diverged run."""
+    if all(r.ok for r in recs):
         return
-    cap = max(tops) * DIVERGED_HEADROOM
-    if ax.get_ylim()[1] > cap:
-        low = float(ax.dataLim.y0)  # the autoscaled bottom had a margin in proportion to the 1e290 top
-        bottom = low / (cap / low) ** 0.05 if 0 < low < cap else ax.get_ylim()[0]
-        ax.set_ylim(bottom=max(bottom, ax.get_ylim()[0]), top=cap)
+    curves = [(J, r.ok) for r in recs if (J := _series(r.history.get("J"))) is not None]
+    values = [v for lv in levels for v in lv.values]
+    if _positive([J for J, _ in curves] + [np.asarray(values)]).size:
+        ax.set_ylim(*diverged_range([J for J, _ in curves], [J for J, ok in curves if ok], values))
 
 
 def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn:
@@ -264,8 +283,9 @@ def plot_loss(records: list[RunRecord], experiment: str, out_dir: Path) -> Drawn
                 ax.axhspan(min(lv.values), max(lv.values), color=colour, alpha=0.18, linewidth=0, zorder=1)
             ax.axhline(lv.median, color=colour, linestyle=style, linewidth=1.0, zorder=4)  # over the curves
             panel.levels.append(lv)
-        _cap_diverged(ax, [r for r in records if (r.L, r.M) == (L, M) and r.solver not in shots])
+        _cap_diverged(ax, [r for r in records if (r.L, r.M) == (L, M) and r.solver not in shots], panel.levels)
         ax.set_ylabel("$J$")
+        panel = LossPanel(panel.curves, panel.levels, tuple(float(v) for v in ax.get_ylim()))
         drawn[(L, M)] = panel
     for (L, M), ax in axes.items():
         _spread_labels(ax, drawn[(L, M)].levels, {s: styles[s][0] for s in shots})
@@ -350,13 +370,15 @@ def plot_bound_ratio(records: list[RunRecord], experiment: str, out_dir: Path, s
 
 
 def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path,
-                    poly_study: pd.DataFrame | None = None, twin: list[RunRecord] | None = None) -> list[Path]:
+                    poly_study: pd.DataFrame | None = None, twin: list[RunRecord] | None = None,
+                    shared: list[RunRecord] | None = None) -> list[Path]:
     """Write the figures of ``experiment`` from ``records`` (PNG and PDF) under ``out_dir``; their paths.
 
     Figures (b) and (c) need LySep runs and are skipped without them; ``poly_study``: poly's degree study
     (:func:`lysep_cli.reports.accuracy_cost.read_poly_study`), its degrees in the accuracy-cost figure.
     ``twin``: the records of its twin ``<experiment>-torch`` (the same problem under nn.Linear's
-    initialisation, docs/harder.md), drawn as their own series in the accuracy-cost figure.
+    initialisation, docs/harder.md), drawn as their own series in the accuracy-cost figure; ``shared``: for a
+    twin, its problem's rfm and poly records (:func:`shared_of`), in its accuracy-cost figure.
     ValueError when ``records`` holds no run of the experiment.
     """
     records = [r for r in records if r.experiment == experiment]
@@ -369,20 +391,22 @@ def plot_experiment(records: list[RunRecord], experiment: str, out_dir: Path,
         if any(r.solver == "lysep" for r in records):
             paths += plot_loss_js(records, experiment, out_dir).paths
             paths += plot_bound_ratio(records, experiment, out_dir).paths
-        paths += plot_accuracy_cost(records, experiment, out_dir, poly_study, twin).paths
+        paths += plot_accuracy_cost(records + list(shared or []), experiment, out_dir, poly_study, twin).paths
     return paths
 
 
 def plot_combined(by_experiment: dict[str, list[RunRecord]], out_dir: Path,
-                  poly_studies: dict[str, pd.DataFrame | None] | None = None) -> list[Path]:
+                  poly_studies: dict[str, pd.DataFrame | None] | None = None,
+                  twins: dict[str, list[RunRecord]] | None = None) -> list[Path]:
     """``accuracy-cost.{png,pdf}`` under ``out_dir``: the ℓ2-against-cost panel of every experiment of
-    ``by_experiment`` (name -> its records) in one figure; its paths."""
+    ``by_experiment`` (name -> its records) in one figure, with its twin's records (``twins``: name -> the
+    records of name-torch) as series of their own in its panel; its paths."""
     by_experiment = {e: [r for r in recs if r.experiment == e] for e, recs in by_experiment.items()}
     empty = [e for e, recs in by_experiment.items() if not recs]
     if empty or not by_experiment:
         raise ValueError(f"no run records of experiment(s) {', '.join(empty) or '(none given)'}")
     with matplotlib.rc_context(STYLE):
-        return plot_accuracy_cost_combined(by_experiment, Path(out_dir), poly_studies).paths
+        return plot_accuracy_cost_combined(by_experiment, Path(out_dir), poly_studies, twins=twins).paths
 
 
 def figure_dirs(results: Path, experiments: list[str], out: Path | None) -> dict[str | None, Path]:
@@ -394,28 +418,39 @@ def figure_dirs(results: Path, experiments: list[str], out: Path | None) -> dict
     return dirs
 
 
-#: the suffix of an experiment's twin under nn.Linear's initialisation (docs/harder.md)
-TWIN = "-torch"
-
-
 def twins_of(every: list[ExperimentSpec], chosen: list[ExperimentSpec]) -> list[ExperimentSpec]:
-    """The twins ``X-torch`` of ``every`` whose ``X`` is in ``chosen`` and that are not chosen themselves."""
+    """The partners of ``chosen`` that are not chosen themselves: the twin ``X-torch`` of a chosen ``X`` (its
+    series in X's accuracy-cost figure), the ``X`` of a chosen ``X-torch`` (its rfm and poly, which take no
+    initialisation, in X-torch's front)."""
     names = {s.name for s in chosen}
-    return [s for s in every if s.name.endswith(TWIN) and s.name[:-len(TWIN)] in names and s.name not in names]
+    return [s for s in every if s.name not in names
+            and ((s.name.endswith(TWIN) and s.name[:-len(TWIN)] in names) or s.name + TWIN in names)]
+
+
+def shared_of(sel: Selection, experiment: str) -> list[RunRecord]:
+    """For a twin ``X-torch``: X's records of the solvers that take no initialisation (rfm, poly: the same
+    fits under either init); [] for any other experiment."""
+    if not experiment.endswith(TWIN):
+        return []
+    return [r for r in sel.of(experiment[:-len(TWIN)]) if r.solver in ONE_SOLVE]
 
 
 def plot_all(sel: Selection, dirs: dict[str | None, Path], results: Path, combined: bool) -> Iterator[Path]:
     """The figures of every experiment of ``dirs`` (:func:`figure_dirs`) from ``sel``, then (``combined``)
-    their accuracy against cost in one figure; each path as it is written.  poly's degree studies are
-    read from ``results``."""
+    their accuracy against cost in one figure, a twin ``X-torch`` in X's panel when both are drawn; each path
+    as it is written.  poly's degree studies are read from ``results``."""
     names = [e for e in dirs if e is not None]
     studies = {e: read_poly_study(results, e) for e in names}
     for e in names:
         twin = [] if e + TWIN in names else sel.of(e + TWIN)
-        yield from plot_experiment(sel.of(e), e, dirs[e], studies[e], twin)
+        shared = shared_of(sel, e)
+        study = read_poly_study(results, e[:-len(TWIN)]) if shared else studies[e]
+        yield from plot_experiment(sel.of(e), e, dirs[e], study, twin, shared)
     if combined:
-        yield from plot_combined({e: sel.of(e) for e in names}, dirs[None], studies)
+        panels = [e for e in names if not (e.endswith(TWIN) and e[:-len(TWIN)] in names)]
+        twins = {e: sel.of(e + TWIN) for e in panels if e + TWIN in names}
+        yield from plot_combined({e: sel.of(e) for e in panels}, dirs[None], studies, twins)
 
 
-__all__ = ["plot_experiment", "plot_combined", "plot_all", "figure_dirs", "plot_loss", "plot_loss_js", "plot_bound_ratio", "one_shot",
+__all__ = ["plot_experiment", "plot_combined", "plot_all", "figure_dirs", "plot_loss", "plot_loss_js", "plot_bound_ratio", "one_shot", "shared_of",
            "Level", "LossPanel", "FORMATS"]
