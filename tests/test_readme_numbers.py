@@ -391,3 +391,13 @@ def test_make_reproduce_cost_is_the_measured_one():
     assert abs(said - cpu) <= 0.1 * cpu
     running = " ".join((ROOT / "docs" / "running.md").read_text(encoding="utf-8").split())
     assert f"**{cpu:.0f} CPU-s**" in running and "benchmarks/results/make_reproduce_cost.txt" in running
+
+
+def test_first_code_block_is_the_two_setup_commands_and_ci_runs_the_test_one():
+    """README's first screen gives the two set-up commands of a fresh machine, the main job and the tests,
+    and .ci/run calls the very test command README gives."""
+    block = re.search(r"```bash\n(.*?)```", README, re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make reproduce", "make test"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^make test\b", ci, re.M), ".ci/run must call README's test command"
