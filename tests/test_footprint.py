@@ -106,7 +106,7 @@ class Payload:
 
 
 def test_backtracking_drops_a_rejected_payload_before_the_next_trial():
-    rule = Backtracking(tau=1.0, grow=2.0, shrink=0.5, armijo=1e-4, max_tries=10)
+    rule = Backtracking(tau0=1.0, grow=2.0, shrink=0.5, armijo=1e-4, max_tries=10)
     rejected: list[weakref.ref] = []
     alive_at_trial: list[int] = []
 

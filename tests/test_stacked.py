@@ -186,12 +186,11 @@ def test_the_gpu_check_script_runs_its_smoke_version(tmp_path):
 
 @pytest.mark.parametrize("backoff_max", [0, 16])
 def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff_max):
-    """StackedBacktracking against one scalar Backtracking per seed, step after step, on loss curves where
+    """One Backtracking rule for S seeds against one rule per seed (S = 1, ``step``), step after step, on loss curves where
     trials are accepted at once, after shrinking, never (max_tries), or meet NaN: the same accepted J and t,
     the same rule state (tau, last, skip, back-off), and each seed's payload accepted exactly when its own
     rule accepts; ||g||^2 given as an array or (every other step) as a function asked once, after the first
     trial."""
-    from lysep_cli.accel.steps import StackedBacktracking
     from lysep_cli.solvers.steps import Backtracking
 
     rng = np.random.default_rng(1)
@@ -202,7 +201,7 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
     def loss(s: int, J0: float, t: float, g2: float) -> float:
         return float("nan") if t > nan_above[s] else J0 - t * g2 + curv[s] * t * t * g2
 
-    stacked = StackedBacktracking(S, 1e-2, **args)
+    stacked = Backtracking(1e-2, **args, seeds=S)
     scalar = [Backtracking(1e-2, **args) for _ in range(S)]
     J0 = rng.uniform(1.0, 2.0, S)
     taken = np.zeros(S, dtype=int)
@@ -229,7 +228,7 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
             assert payload == "payload"
             accepted[mask] += 1
 
-        J, t, took = stacked.step(J0, g2 if step % 2 else g2_later, trial, accept)
+        J, t, took = stacked.step_seeds(J0, g2 if step % 2 else g2_later, trial, accept)
         assert len(asked) == 1 - step % 2
         assert np.array_equal(J, [w[0] for w in want]) and np.array_equal(t, [w[2] for w in want])
         assert np.array_equal(accepted, [w[1] is not None for w in want]) and np.array_equal(took, accepted > 0)

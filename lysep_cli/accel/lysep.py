@@ -5,8 +5,8 @@ algorithm.py, with a leading seed axis on every variable (W_l (S, out, in), b_l 
 a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N)) and on every per-seed scalar (J_S, ||W_L||^2, the
 step sizes).  Per seed, the decisions are the CPU solver's:
 
-- each gradient block's backtracking (or fixed) step by lysep_cli/accel/steps.py, every seed accepting or
-  rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
+- each gradient block's backtracking (or fixed) step by lysep_cli/solvers/steps.py ``Backtracking`` (one
+  state per seed), every seed accepting or rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
   seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at once, as one stack of
   trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run the same);
 - the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
@@ -36,7 +36,6 @@ from lysep_cli.accel import engine, lstsq, padding, partials, trials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.partials import _sumall
-from lysep_cli.accel.steps import StackedBacktracking
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
@@ -490,8 +489,7 @@ class StackedIteration:
         self.terms = compute_terms(self.st, data)
         self.J_S = be.host(lysep_loss(self.st, data, self.terms))
         if settings.step_rule == "backtracking":
-            self.rules = {b: StackedBacktracking(self.S, settings.tau, settings.grow, settings.shrink, settings.armijo,
-                                                 settings.max_tries, settings.backoff_max) for b in self.blocks}
+            self.rules = settings.step_rules(self.blocks, seeds=self.S)
         self.last_cond = np.full(self.S, np.nan)
         self.last_rank: list[int | None] = [None] * self.S
         self.accepted_steps = {b: np.zeros(self.S, dtype=int) for b in self.blocks}
@@ -590,7 +588,7 @@ class StackedIteration:
             accepted["state"] = (new, Terms(xp, e, r))
 
         if rule is not None:
-            J, _, moved = rule.step(J0, trial.g2, trial, accept, active)
+            J, _, moved = rule.step_seeds(J0, trial.g2, trial, accept, active)
         else:  # the paper's fixed step, always accepted
             J, payload = trial(np.full(self.S, self.s.tau), active)
             accept(payload, active)

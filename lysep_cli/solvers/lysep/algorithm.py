@@ -72,12 +72,13 @@ class Settings(SolverSettings):
         doc="W_3 system: min-norm (gelsy, rcond) | basic (Matlab's backslash, as the paper; rcond unused)")
     init: Init = init_setting()
 
-    def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS) -> dict[str, StepRule]:
-        """A fresh step rule per gradient block (the rules keep their own step sizes)."""
+    def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS, seeds: int = 1) -> dict[str, StepRule]:
+        """A fresh step rule per gradient block (the rules keep their own step sizes); a backtracking rule
+        holds one state per seed of a stack of ``seeds`` (lysep_cli/accel/lysep.py)."""
         if self.step_rule == "fixed":
             return {b: FixedStep(self.tau) for b in blocks}
-        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries, self.backoff_max)
-                for b in blocks}
+        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries, self.backoff_max,
+                                seeds) for b in blocks}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,7 +120,7 @@ class LySepIteration:
         meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
                 "unchanged_trials": self.unchanged_trials, "trials": self.trials,
                 "rules": {b: r.state() for b, r in self.rules.items() if hasattr(r, "state")},
-                "tau": {b: r.tau for b, r in self.rules.items()},
+                "tau": {b: r.step_size for b, r in self.rules.items()},
                 "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
         if self.last_rank is not None:
             meta["last_rank"] = self.last_rank
@@ -140,8 +141,6 @@ class LySepIteration:
         self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
         self.unchanged_trials = int(meta.get("unchanged_trials", 0))
         self.trials = int(meta.get("trials", 0))
-        for b, tau in meta["tau"].items():
-            self.rules[b].tau = float(tau)
         for b, state in meta.get("rules", {}).items():
             self.rules[b].set_state(state)
 
@@ -300,7 +299,7 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
         "accepted_steps": it.accepted_steps,
         "unchanged_trials": it.unchanged_trials,
         "trials": it.trials,
-        "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
+        "final_step_sizes": {b: r.step_size for b, r in it.rules.items()},
         "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
         **({"resumed_at_sweeps": loop["resumed_at"], "seconds_before_resume": list(before)}
            if loop["resumed_at"] else {}),
