@@ -395,8 +395,8 @@ def pinn_run(spec: ExperimentSpec, L: int, M: int, seeds: int, iterations: int, 
     train = experiment_data(spec).training
     params0 = [network.init_params(train.Z.shape[0], L, M, s) for s in range(seeds)]
     with counting() as tally:
-        res = stacked_pinn.solve_stacked(be, train, params0, spec.solvers["pinn"], iterations,
-                                         progress=lambda k, J: None, sync_every=sync_every)
+        res = stacked_pinn.solve_stacked(be, experiment_data(spec).problem, train, params0, spec.solvers["pinn"],
+                                         iterations, progress=lambda k, J: None, sync_every=sync_every)
     return tally.totals(), res
 
 

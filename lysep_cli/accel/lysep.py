@@ -5,10 +5,11 @@ algorithm.py, with a leading seed axis on every variable (W_l (S, out, in), b_l 
 a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N)) and on every per-seed scalar (J_S, ||W_L||^2, the
 step sizes).  Per seed, the decisions are the CPU solver's:
 
-- each gradient block's backtracking (or fixed) step by lysep_cli/solvers/steps.py ``Backtracking`` (one
-  state per seed), every seed accepting or rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
-  seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at once, as one stack of
-  trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run the same);
+- each gradient block's backtracking (or fixed) step by lysep_cli/solvers/steps.py ``Backtracking`` (one state per
+  seed), every seed accepting or rejecting its own trial by a mask; a trial that leaves a seed's block unchanged
+  bit for bit gives that seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at
+  once, as one stack of trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run
+  the same);
 - the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
   (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
   (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device

@@ -32,7 +32,7 @@ from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import Backtracking, FixedStep, StepRule
 
 #: resumes from a checkpoint; amplifies round-off from sweep to sweep (docs/reproducibility.md)
-CAPABILITIES = Capabilities(checkpoint=True)
+CAPABILITIES = Capabilities(checkpoint=True, stacks="lysep_cli.accel.lysep:solve_stacked")
 
 
 def block_order(L: int) -> tuple[str, ...]:
