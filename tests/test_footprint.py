@@ -1,5 +1,6 @@
-"""A process's footprint (docs/engine.md, "Peak memory"): what start-up imports, how the ball's Halton
-candidates are drawn, and what a rejected backtracking trial leaves behind.  None of it changes a bit."""
+"""A process's footprint (benchmarks/logs/engine-2026-11.md, "Peak memory"): what start-up imports, how the
+ball's Halton candidates are drawn, and what a rejected backtracking trial leaves behind.  None of it changes a
+bit."""
 
 from __future__ import annotations
 

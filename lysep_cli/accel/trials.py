@@ -28,8 +28,8 @@ import numpy as np
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array
 
-#: the trial batch on CuPy: the k whose counted launches predict the least time (docs/gpu.md, "Batched trials";
-#: benchmarks/launch_count.py --trial-batches 1,2,3)
+#: the trial batch on CuPy: the k whose counted launches predict the least time
+#: (benchmarks/logs/gpu-2026-11.md, "Batched trials"; benchmarks/launch_count.py --trial-batches 1,2,3)
 CUPY_TRIAL_BATCH = 2
 
 Evaluate = Callable[[Array, int], "tuple[Array, Callable[[int], Any]]"]

@@ -164,7 +164,7 @@ class LySepIteration:
             if same_bits(xt, x):
                 # The step changes no entry of the block (late in a 2-D run most trials of W_1, and half of
                 # d_1's and W_2's): the state is the one J0 was computed from, so J_S(x - t g) = J0 exactly
-                # and the groups need not be recomputed (docs/engine.md).
+                # and the groups need not be recomputed (benchmarks/logs/engine-2026-11.md).
                 self.unchanged_trials += 1
                 return J0, (st, terms)
             st2 = st.with_(**{block: xt})
