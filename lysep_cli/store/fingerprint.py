@@ -72,7 +72,7 @@ SAME_BITS_AS: dict[str, str] = {
     # registry's `stacks` capability, LySep's result assembled once (algorithm.lysep_result); measured: the
     # cheapest archived run of all eight solvers (the CI's eight reruns) and LySep's at elliptic-10d,
     # parabolic-5d, hyperbolic-5d rerun bit-identical at --level exact (2026-12-07)
-    "88f276508ff5f8dd": "abee53243e14febb",
+    "7a6465739c9e03e8": "abee53243e14febb",
 }
 
 

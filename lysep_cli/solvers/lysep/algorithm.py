@@ -120,7 +120,6 @@ class LySepIteration:
         meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
                 "unchanged_trials": self.unchanged_trials, "trials": self.trials,
                 "rules": {b: r.state() for b, r in self.rules.items() if hasattr(r, "state")},
-                "tau": {b: r.step_size for b, r in self.rules.items()},
                 "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
         if self.last_rank is not None:
             meta["last_rank"] = self.last_rank
