@@ -14,7 +14,7 @@ machine's one-thread GEMM speed at the cell's shapes and gives the GEMM floor of
 definitions of the fast-kernels issue:
 
     PINN:  3 (1 + n_in + |S|) products of 2 M^2 N flops (forward channels, adjoints, weight gradients;
-           the engine needs 3 (1 + n_in + n_g), fewer: docs/engine.md)
+           the engine needs 3 (1 + n_in + n_g), fewer: benchmarks/logs/engine-2026-11.md)
     LySep: gradient + one trial per block, closed forms and the bound's forward pass (about 148
            products at elliptic-10d; at two trials per block the engine does about 169)
 

@@ -177,7 +177,7 @@ def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0
         return stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], iterations,
                                            sync_every=iterations, w_solve=w_solve, w_workers=w_workers,
                                            trial_batch=trial_batch)
-    return solve_stacked(be, train, params0, spec.solvers["pinn"], iterations, sync_every=iterations)
+    return solve_stacked(be, problem, train, params0, spec.solvers["pinn"], iterations, sync_every=iterations)
 
 
 def solve_cpu(spec: ExperimentSpec, solver: str, params0: list, iterations: int):

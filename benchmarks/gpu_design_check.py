@@ -1,4 +1,4 @@
-"""What the CuPy design of docs/engine.md assumes, checked on a GPU (a benchmark, not part of lysep).
+"""What the CuPy design of benchmarks/logs/engine-2026-11.md assumes, checked on a GPU (a benchmark, not part of lysep).
 
     python benchmarks/gpu_design_check.py [--out FILE] [--seeds 10] [--reps 30]
 
@@ -21,7 +21,7 @@ Needs CuPy and a CUDA GPU (lysep itself never imports CuPy).  Three checks, each
    launch-bound on a GPU at the small cells, and stacking a cell's seeds is what pays there.
 
 The trial is a model of lysep's (the same products and passes, random data of the cell's shapes), not
-lysep's code run on CuPy: the design is not built (docs/engine.md).
+lysep's code run on CuPy: the design is not built (benchmarks/logs/engine-2026-11.md).
 """
 
 from __future__ import annotations

@@ -65,10 +65,10 @@ from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
 from lysep_cli.accel import pinn as stacked_pinn  # noqa: E402
 from lysep_cli.accel import trials as stacked_trials  # noqa: E402
 from lysep_cli.accel.backend import Backend  # noqa: E402
-from lysep_cli.accel.steps import StackedBacktracking  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics import sincos as sc  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
+from lysep_cli.solvers.steps import Backtracking  # noqa: E402
 from lysep_cli.specs import ExperimentSpec, load_specs  # noqa: E402
 
 PAPER = ("elliptic-2d", "elliptic-10d", "parabolic-5d", "hyperbolic-5d")
@@ -343,7 +343,7 @@ def counting() -> Iterator[Tally]:
     the per-sweep PINN J in "pinn_J"; everything else in "other"."""
     global TALLY
     TALLY = Tally()
-    saved = (StackedBacktracking.step, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
+    saved = (Backtracking.step_seeds, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
              stacked_trials.BlockTrials.evaluate_rows)
 
     def step(self, J0, g2, trial, accept, active=None):
@@ -369,14 +369,14 @@ def counting() -> Iterator[Tally]:
         with TALLY.scoped(f"evaluate {len(steps)}"):
             return saved[3](self, i, steps, dev, trying)
 
-    StackedBacktracking.step = step
+    Backtracking.step_seeds = step
     stacked_lysep.StackedIteration._solve_W3 = scope("W_L solve", saved[1])
     stacked_lysep.pinn_J = scope("pinn_J", saved[2])
     stacked_trials.BlockTrials.evaluate_rows = evaluate_rows
     try:
         yield TALLY
     finally:
-        (StackedBacktracking.step, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
+        (Backtracking.step_seeds, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
          stacked_trials.BlockTrials.evaluate_rows) = saved
 
 
@@ -395,8 +395,8 @@ def pinn_run(spec: ExperimentSpec, L: int, M: int, seeds: int, iterations: int, 
     train = experiment_data(spec).training
     params0 = [network.init_params(train.Z.shape[0], L, M, s) for s in range(seeds)]
     with counting() as tally:
-        res = stacked_pinn.solve_stacked(be, train, params0, spec.solvers["pinn"], iterations,
-                                         progress=lambda k, J: None, sync_every=sync_every)
+        res = stacked_pinn.solve_stacked(be, experiment_data(spec).problem, train, params0, spec.solvers["pinn"],
+                                         iterations, progress=lambda k, J: None, sync_every=sync_every)
     return tally.totals(), res
 
 

@@ -1,6 +1,6 @@
 """How much of a LySep sweep is per-call overhead (what batching seeds could remove) and how much scales
 with the number of training points N (element-wise passes and GEMMs): the measurement behind the
-fast-kernels plan (docs/engine.md, "Where a small cell's time goes").
+fast-kernels plan (benchmarks/logs/engine-2026-11.md, "Where a small cell's time goes").
 
     .venv/bin/python benchmarks/lysep_overhead.py [--cells elliptic-2d:30,hyperbolic-5d:20] [--out FILE]
 

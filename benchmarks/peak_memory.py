@@ -9,7 +9,7 @@ Three variants, alternating, ``--repeats`` times each (the largest peak kept: a 
 
     ours           as `lysep run` runs it
     ours, NumPy σ  the same code with the numba kernels switched off (σ and the fit matrix on their NumPy
-                   paths: the same bits, docs/engine.md), so the difference is what numba costs
+                   paths: the same bits, benchmarks/logs/engine-2026-11.md), so the difference is what numba costs
     peer           the lysep_cli package of ``--peer`` (e.g. commit 42e5322, the fast-kernels issue's "today")
 
 and one child that only imports lysep and numba (numba's own import, without any kernel).  LySep's

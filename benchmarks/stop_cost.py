@@ -4,7 +4,7 @@ Usage: .venv/bin/python benchmarks/stop_cost.py [--no-latency]
 
 1. Overhead: one progress call with and without ``stopping.check`` (the only work added to every sweep
    or iteration), timed side by side in this process; compared with the fastest iteration of the sweep
-   (PINN at elliptic-2d (3,30), 2.0 ms, docs/engine.md).
+   (PINN at elliptic-2d (3,30), 2.0 ms, benchmarks/logs/engine-2026-11.md).
 2. Latency: ``lysep run elliptic-10d --solver lysep --sizes 3x150`` (400 iterations, into a temporary
    directory, the checkpoint interval set to 1 hour so a checkpoint can only be the stop's), SIGTERM 8 s
    after every run is computing; prints how long the command took to exit and the sweep each checkpoint

@@ -9,7 +9,7 @@ process, one BLAS thread, alternating in each round, the best round each (second
 initial networks, after a warm-up run of one sweep each); every seed's result checked the same bits.
 ``memory``: the peak of NumPy's allocations (tracemalloc: NumPy reports its array buffers to it) during a
 run of ``--sweeps`` sweeps, k = 1 and k, each from a fresh start; the difference is what the batch adds
-(a trial batch holds k trial states at once where k = 1 holds one).  accel/trials.py, docs/gpu.md
+(a trial batch holds k trial states at once where k = 1 holds one).  accel/trials.py, benchmarks/logs/gpu-2026-11.md
 "Batched trials".
 """
 

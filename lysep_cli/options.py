@@ -356,10 +356,13 @@ def device(name: str, solvers: list[str], jobs: int, target: Any) -> str:
         return name
     if name not in backend.DEVICES:
         raise BadInput(f"--device {name}: choose from {', '.join(backend.DEVICES)}")
-    other = [s for s in solvers if s not in backend.STACKED_SOLVERS + backend.HOST_SOLVERS]
+    from lysep_cli.solvers import SOLVERS, solver_def, stacks
+
+    on_host = [s for s in SOLVERS if solver_def(s).capabilities.on_host]
+    other = [s for s in solvers if not (stacks(s) or s in on_host)]
     if other:
-        raise BadInput(f"--device {name} runs {', '.join(backend.STACKED_SOLVERS)} (stacked) and "
-                       f"{', '.join(backend.HOST_SOLVERS)} (on the host), not {', '.join(other)}: choose "
+        raise BadInput(f"--device {name} runs {', '.join(s for s in SOLVERS if stacks(s))} (stacked) and "
+                       f"{', '.join(on_host)} (on the host), not {', '.join(other)}: choose "
                        "--solver among those, or --device cpu")
     if jobs > 1 and target is None:
         raise BadInput(f"--device {name} runs a cell's seeds in one stack in this process: drop --jobs (cells on "

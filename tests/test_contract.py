@@ -218,3 +218,45 @@ def test_a_solver_that_declares_checkpoints_resumes_to_the_uninterrupted_run(nam
     assert resumed.history == whole.history
     for (Wa, ba), (Wb, bb) in zip(whole.params, resumed.params):
         assert np.array_equal(Wa, Wb) and np.array_equal(ba, bb)
+
+
+STACKING = [n for n in NAMES if solver_def(n).capabilities.stacks]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_declared_stacking_matches_the_stacked_solve(name):
+    """``stacks`` names a solve of the registry's stacked signature (``checkpoint=`` exactly where the solver
+    declares checkpoints); a solver that stacks is not also one left to the host."""
+    import inspect
+
+    from lysep_cli.solvers import stacked_solver, stacks
+
+    caps = solver_def(name).capabilities
+    if not stacks(name):
+        with pytest.raises(ValueError, match="does not stack"):
+            stacked_solver(name)
+        return
+    assert not caps.on_host
+    params = list(inspect.signature(stacked_solver(name)).parameters)
+    assert params[1:7] == ["problem", "data", "params0", "settings", "iterations", "progress"]  # [0]: the backend
+    assert ("checkpoint" in params) == caps.checkpoint
+
+
+@pytest.mark.parametrize("name", STACKING)
+def test_each_seed_of_a_stack_of_10_and_of_1_is_its_run_alone(name, problem_data):
+    """A solver that stacks, on the stacked engine's NumPy backend: every seed of a stack of S = 10, and a
+    stack of S = 1, give the solver's run of that seed alone, bit for bit (history and network)."""
+    from lysep_cli.accel.backend import resolve
+    from lysep_cli.solvers import stacked_solver
+
+    problem, train = problem_data
+    params0 = [init_params(problem.n_in, depth(name), 5, seed=s) for s in range(10)]
+    with np.errstate(all="ignore"):
+        ten = stacked_solver(name)(resolve("cpu-stacked"), problem, train, params0, settings_of(name), ITERATIONS)
+        one = stacked_solver(name)(resolve("cpu-stacked"), problem, train, params0[7:8], settings_of(name), ITERATIONS)
+        alone = [solver_def(name).solve(problem, train, p, settings_of(name), ITERATIONS) for p in params0]
+    for run, want in zip(ten + one, alone + alone[7:8]):
+        assert run.history.keys() == want.history.keys() and run.status == want.status
+        assert all(np.array_equal(run.history[k], want.history[k], equal_nan=True) for k in want.history)
+        for (Wa, ba), (Wb, bb) in zip(run.params, want.params):
+            assert np.array_equal(Wa, Wb) and np.array_equal(ba, bb)

@@ -1,5 +1,6 @@
-"""A process's footprint (docs/engine.md, "Peak memory"): what start-up imports, how the ball's Halton
-candidates are drawn, and what a rejected backtracking trial leaves behind.  None of it changes a bit."""
+"""A process's footprint (benchmarks/logs/engine-2026-11.md, "Peak memory"): what start-up imports, how the
+ball's Halton candidates are drawn, and what a rejected backtracking trial leaves behind.  None of it changes a
+bit."""
 
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ class Payload:
 
 
 def test_backtracking_drops_a_rejected_payload_before_the_next_trial():
-    rule = Backtracking(tau=1.0, grow=2.0, shrink=0.5, armijo=1e-4, max_tries=10)
+    rule = Backtracking(tau0=1.0, grow=2.0, shrink=0.5, armijo=1e-4, max_tries=10)
     rejected: list[weakref.ref] = []
     alive_at_trial: list[int] = []
 

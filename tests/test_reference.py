@@ -6,9 +6,10 @@ The channel engine and LySep's line models must not change the numbers beyond ro
 - four iterations agree to 1e-12 for every solver, LySep with direct trials included;
 - LySep (direct trials, the default) agrees to 1e-12 after four sweeps (test_lysep_direct_trials_...);
   the tolerance of the general test is 1e-8 for LySep so that it also held with the line models
-  (removed; in git history at e051f82 as benchmarks/lysep_line_models.py; docs/engine.md): the W_3 least-squares
-  solve of each sweep is ill-conditioned, so round-off-level differences in the trial evaluations grow
-  from sweep to sweep (docs/engine.md measures this over long runs).  With the paper's fixed step
+  (removed; in git history at e051f82 as benchmarks/lysep_line_models.py; benchmarks/logs/engine-2026-11.md):
+  the W_3 least-squares solve of each sweep is ill-conditioned, so round-off-level differences in the trial
+  evaluations grow from sweep to sweep (benchmarks/logs/engine-2026-11.md measures this over long runs).  With
+  the paper's fixed step
   (tau = 1e-4 here, which diverges: J goes 0.4 -> 21 in three sweeps) they grow to 1e-5 in four sweeps;
   that variant is compared after one sweep and with direct trials only.
 - pinn-lm agrees to 1e-11: each step solves the damped Gram system (Jac Jac^T + mu I) y = -R, whose

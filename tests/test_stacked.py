@@ -45,7 +45,7 @@ def test_each_seed_of_a_stack_is_the_cpu_solvers_run_bit_for_bit(pde, d, solutio
     problem, data = _data(pde, d, solution)
     params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(3)]
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, data, params0, SETTINGS, 12)
+        stacked = solve_stacked(CPU, problem, data, params0, SETTINGS, 12)
         for p0, got in zip(params0, stacked):
             assert _same(got, pinn.solve(problem, data, p0, SETTINGS, 12))
     assert len(stacked[0].history["J"]) == 13
@@ -55,9 +55,9 @@ def test_a_seed_does_not_depend_on_its_stack():
     """Seed 3 alone == seed 3 in a stack of 10 == seed 3 in the reversed stack, bit for bit."""
     problem, data = _data("hyperbolic", 3, None)
     params0 = {seed: network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)}
-    alone = solve_stacked(CPU, data, [params0[3]], SETTINGS, 10)[0]
-    ten = solve_stacked(CPU, data, [params0[s] for s in range(10)], SETTINGS, 10)
-    backwards = solve_stacked(CPU, data, [params0[s] for s in reversed(range(10))], SETTINGS, 10)
+    alone = solve_stacked(CPU, problem, data, [params0[3]], SETTINGS, 10)[0]
+    ten = solve_stacked(CPU, problem, data, [params0[s] for s in range(10)], SETTINGS, 10)
+    backwards = solve_stacked(CPU, problem, data, [params0[s] for s in reversed(range(10))], SETTINGS, 10)
     assert _same(alone, ten[3]) and _same(alone, backwards[6])
     assert not _same(ten[3], ten[4])  # (the seeds do differ)
 
@@ -72,7 +72,7 @@ def test_divergence_is_decided_per_seed_as_the_cpu_solver_does():
     params0[2] = [(W * 30.0, b * 30.0) for W, b in params0[2]]  # large weights: the step blows up
     settings = {"lr": 0.5}
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, data, params0, settings, 40, sync_every=7)
+        stacked = solve_stacked(CPU, problem, data, params0, settings, 40, sync_every=7)
         cpu = [pinn.solve(problem, data, p0, settings, 40) for p0 in params0]
     assert [r.status for r in cpu].count("diverged") >= 2 and cpu[1].diverged_at == 0
     assert cpu[2].status == "diverged" and cpu[2].diverged_at > 0
@@ -84,7 +84,7 @@ def test_every_seed_diverged_ends_the_run_early_with_the_same_results():
     params0 = [[(W * 1e200, b) for W, b in network.init_params(problem.n_in, 3, 6, seed)] for seed in range(2)]
     seen: list[int] = []
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, data, params0, SETTINGS, 500, progress=lambda k, J: seen.append(k),
+        stacked = solve_stacked(CPU, problem, data, params0, SETTINGS, 500, progress=lambda k, J: seen.append(k),
                                 sync_every=5)
     assert seen == [4]  # one sync, then every seed has stopped
     assert all(r.status == "diverged" and r.diverged_at == 0 and len(r.history["J"]) == 1 for r in stacked)
@@ -94,7 +94,8 @@ def test_progress_gets_every_seeds_loss_at_each_sync():
     problem, data = _data("elliptic", 2, "exp-sin")
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
     seen: list[tuple[int, np.ndarray]] = []
-    out = solve_stacked(CPU, data, params0, SETTINGS, 9, progress=lambda k, J: seen.append((k, J)), sync_every=4)
+    out = solve_stacked(CPU, problem, data, params0, SETTINGS, 9, progress=lambda k, J: seen.append((k, J)),
+                        sync_every=4)
     assert [k for k, _ in seen] == [3, 7, 8]
     assert np.array_equal(seen[-1][1], [r.history["J"][-1] for r in out])
 
@@ -151,9 +152,9 @@ def test_gpu_stack_agrees_with_the_cpu_and_a_seed_does_not_depend_on_its_stack()
     gpu = _gpu()
     problem, data = _data("hyperbolic", 3, None, n=200)
     params0 = [network.init_params(problem.n_in, 3, 20, seed) for seed in range(10)]
-    ten = solve_stacked(gpu, data, params0, SETTINGS, 20)
-    alone = solve_stacked(gpu, data, [params0[3]], SETTINGS, 20)[0]
-    backwards = solve_stacked(gpu, data, params0[::-1], SETTINGS, 20)
+    ten = solve_stacked(gpu, problem, data, params0, SETTINGS, 20)
+    alone = solve_stacked(gpu, problem, data, [params0[3]], SETTINGS, 20)[0]
+    backwards = solve_stacked(gpu, problem, data, params0[::-1], SETTINGS, 20)
     from lysep_cli.accel import compare
 
     diffs = {"alone": compare.results(alone, ten[3]), "reversed": compare.results(backwards[6], ten[3])}
@@ -186,12 +187,11 @@ def test_the_gpu_check_script_runs_its_smoke_version(tmp_path):
 
 @pytest.mark.parametrize("backoff_max", [0, 16])
 def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff_max):
-    """StackedBacktracking against one scalar Backtracking per seed, step after step, on loss curves where
-    trials are accepted at once, after shrinking, never (max_tries), or meet NaN: the same accepted J and t,
-    the same rule state (tau, last, skip, back-off), and each seed's payload accepted exactly when its own
-    rule accepts; ||g||^2 given as an array or (every other step) as a function asked once, after the first
+    """One Backtracking rule for S seeds against one rule per seed (S = 1, ``step``), step after step, on loss
+    curves where trials are accepted at once, after shrinking, never (max_tries), or meet NaN: the same accepted
+    J and t, the same rule state (tau, last, skip, back-off), and each seed's payload accepted exactly when its
+    own rule accepts; ||g||^2 given as an array or (every other step) as a function asked once, after the first
     trial."""
-    from lysep_cli.accel.steps import StackedBacktracking
     from lysep_cli.solvers.steps import Backtracking
 
     rng = np.random.default_rng(1)
@@ -202,7 +202,7 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
     def loss(s: int, J0: float, t: float, g2: float) -> float:
         return float("nan") if t > nan_above[s] else J0 - t * g2 + curv[s] * t * t * g2
 
-    stacked = StackedBacktracking(S, 1e-2, **args)
+    stacked = Backtracking(1e-2, **args, seeds=S)
     scalar = [Backtracking(1e-2, **args) for _ in range(S)]
     J0 = rng.uniform(1.0, 2.0, S)
     taken = np.zeros(S, dtype=int)
@@ -229,7 +229,7 @@ def test_the_stacked_backtracking_rule_takes_each_seeds_scalar_decisions(backoff
             assert payload == "payload"
             accepted[mask] += 1
 
-        J, t, took = stacked.step(J0, g2 if step % 2 else g2_later, trial, accept)
+        J, t, took = stacked.step_seeds(J0, g2 if step % 2 else g2_later, trial, accept)
         assert len(asked) == 1 - step % 2
         assert np.array_equal(J, [w[0] for w in want]) and np.array_equal(t, [w[2] for w in want])
         assert np.array_equal(accepted, [w[1] is not None for w in want]) and np.array_equal(took, accepted > 0)

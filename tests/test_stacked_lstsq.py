@@ -81,7 +81,7 @@ def test_reduced_rank_deficient_same_min_norm_x_and_J(lam):
 
     gelsy with rcond 1e-12: at its default, machine precision, the rank decision is below the reduction's own
     round-off (R_11's last diagonal entry is ~1e-16 |R(1,1)|, not the full system's exact 0), and the
-    reduced solve takes the system as full-rank (measured: x of norm 3e14 against 0.22; docs/gpu.md).
+    reduced solve takes the system as full-rank (measured: x of norm 3e14 against 0.22; benchmarks/logs/gpu-2026-11.md).
     Matlab's rule (basic) keeps the full system's tolerance (N + M) eps |R(1,1)|, above that round-off."""
     B, y = _systems(3, 200, 10, duplicate=True)
     full, red = _both(B, y, lam, "min-norm", rcond=1e-12)

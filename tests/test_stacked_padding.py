@@ -83,10 +83,10 @@ def test_pinn_seed_alone_padded_and_in_a_stack_of_10_same_bits():
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)]
     settings = {"lr": 1.0e-3, "lr_final": 1.0e-4}
     seen: list = []
-    alone = stacked_pinn.solve_stacked(CPU, data, [params0[3]], settings, 20)[0]
-    padded = stacked_pinn.solve_stacked(CPU, data, [params0[3], params0[5]], settings, 20, sync_every=5, stack_to=10,
-                                        progress=lambda k, J: seen.append(np.shape(J)))
-    ten = stacked_pinn.solve_stacked(CPU, data, params0, settings, 20)
+    alone = stacked_pinn.solve_stacked(CPU, problem, data, [params0[3]], settings, 20)[0]
+    padded = stacked_pinn.solve_stacked(CPU, problem, data, [params0[3], params0[5]], settings, 20, sync_every=5,
+                                        stack_to=10, progress=lambda k, J: seen.append(np.shape(J)))
+    ten = stacked_pinn.solve_stacked(CPU, problem, data, params0, settings, 20)
     assert len(padded) == 2 and padded[0].diagnostics["padded_stack"] == 10
     assert _bits(alone) == _bits(padded[0]) == _bits(ten[3]) and _bits(padded[1]) == _bits(ten[5])
     assert seen == [(2,)] * 4

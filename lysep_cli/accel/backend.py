@@ -28,12 +28,6 @@ from lysep_cli.store.fingerprint import numerics_id
 
 DEVICES = ("cpu", "cpu-stacked", "cuda")
 STACKED_DEVICES = ("cpu-stacked", "cuda")
-#: the solvers the stacked engine trains (a cell's seeds in one stack): lysep_cli/accel/pinn.py, lysep.py
-STACKED_SOLVERS = ("pinn", "lysep")
-#: the solvers a stacked device leaves to the host's CPU engine: one least-squares solve each (rfls, rfm:
-#: 0.02 of the archive's 16.6 CPU-hours), whose pivoted-QR / gelsd solve has no exact CuPy counterpart, so
-#: their records are the CPU engine's, bit for bit
-HOST_SOLVERS = ("rfls", "rfm")
 
 
 class DeviceUnavailable(Exception):

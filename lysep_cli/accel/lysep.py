@@ -5,10 +5,11 @@ algorithm.py, with a leading seed axis on every variable (W_l (S, out, in), b_l 
 a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N)) and on every per-seed scalar (J_S, ||W_L||^2, the
 step sizes).  Per seed, the decisions are the CPU solver's:
 
-- each gradient block's backtracking (or fixed) step by lysep_cli/accel/steps.py, every seed accepting or
-  rejecting its own trial by a mask; a trial that leaves a seed's block unchanged bit for bit gives that
-  seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at once, as one stack of
-  trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run the same);
+- each gradient block's backtracking (or fixed) step by lysep_cli/solvers/steps.py ``Backtracking`` (one state per
+  seed), every seed accepting or rejecting its own trial by a mask; a trial that leaves a seed's block unchanged
+  bit for bit gives that seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at
+  once, as one stack of trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run
+  the same);
 - the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
   (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
   (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device
@@ -36,14 +37,13 @@ from lysep_cli.accel import engine, lstsq, padding, partials, trials
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.partials import _sumall
-from lysep_cli.accel.steps import StackedBacktracking
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
-from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor
+from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
 from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
 from lysep_cli.solvers.lysep.weights import theorem_constant
 
@@ -490,8 +490,7 @@ class StackedIteration:
         self.terms = compute_terms(self.st, data)
         self.J_S = be.host(lysep_loss(self.st, data, self.terms))
         if settings.step_rule == "backtracking":
-            self.rules = {b: StackedBacktracking(self.S, settings.tau, settings.grow, settings.shrink, settings.armijo,
-                                                 settings.max_tries, settings.backoff_max) for b in self.blocks}
+            self.rules = settings.step_rules(self.blocks, seeds=self.S)
         self.last_cond = np.full(self.S, np.nan)
         self.last_rank: list[int | None] = [None] * self.S
         self.accepted_steps = {b: np.zeros(self.S, dtype=int) for b in self.blocks}
@@ -590,7 +589,7 @@ class StackedIteration:
             accepted["state"] = (new, Terms(xp, e, r))
 
         if rule is not None:
-            J, _, moved = rule.step(J0, trial.g2, trial, accept, active)
+            J, _, moved = rule.step_seeds(J0, trial.g2, trial, accept, active)
         else:  # the paper's fixed step, always accepted
             J, payload = trial(np.full(self.S, self.s.tau), active)
             accept(payload, active)
@@ -780,54 +779,25 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     for i in range(n_real):  # the padding's copies dropped
         n = sweeps + 1 if lp["diverged_at"][i] < 0 else int(lp["diverged_at"][i]) + 1
         HJ, HJS = [float(h[i]) for h in hist_J[:n]], [float(h[i]) for h in hist_JS[:n]]
-        result = _result(i, params[i], params0[i], HJ, HJS, int(lp["diverged_at"][i]), it, s, L, factor, C, problem,
-                         lp["violations"][i], lp["first_violation"][i], lp["worst"][i], lp["J_first"][i],
-                         lp["cond_first"][i], meta["rank_first"][i], meta["rank_min"][i], seconds / max(1, sweeps))
-        if meta["resumed_at"]:
-            result.diagnostics.update(resumed_at_sweeps=meta["resumed_at"], seconds_before_resume=list(before))
+        result = _result(i, params[i], params0[i], HJ, HJS, int(lp["diverged_at"][i]), it, s, factor, C, problem, lp,
+                         meta, seconds / max(1, sweeps), before)
         if S > n_real:
             result.diagnostics["padded_stack"] = S
         out.append(result)
     return out
 
 
-def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
-    n = float(np.linalg.norm(old))
-    return float(np.linalg.norm(new - old) / n) if n > 0 else float("nan")
-
-
 def _result(i: int, params: Params, params0: Params, hist_J: list[float], hist_JS: list[float], diverged_at: int,
-            it: StackedIteration, s: Settings, L: int, factor: float, C: float, problem: Problem, violations: int,
-            first_violation: int, worst: float, J_first: float, cond_first: float, rank_first: int | None,
-            rank_min: int | None, seconds_per_iteration: float) -> SolveResult:
-    """One seed's SolveResult with algorithm.solve's bound and diagnostics."""
-    moves = {}
-    for l, (W, b) in enumerate(params0[:-1], start=1):
-        moves[f"move_W{l}"] = _relative_move(params[l - 1][0], W)
-        moves[f"move_b{l}"] = _relative_move(params[l - 1][1], b)
-    bound = {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
-             "violations": int(violations), "checked": len(hist_J) - 1,
-             "first_violation": None if first_violation < 0 else int(first_violation),
-             "max_ratio_J_over_J_S": float(worst)}
-    diagnostics = {
-        "J_after_first_W3_solve": None if len(hist_J) < 2 else float(J_first),
-        "W3_norm": float(np.linalg.norm(params[-1][0])),
-        "W3_system_cond_first": float(cond_first),
-        "W3_system_cond_last": float(it.last_cond[i]),
-        "W3_solve": it.w_solve,
-        "trial_batch": it.trial_batch,
-        **({"W3_system_rank_first": rank_first, "W3_system_rank_last": it.last_rank[i],
-            "W3_system_rank_min": rank_min, "W3_system_columns": int(params[-1][0].size + (s.w3_b3 == "joint"))}
-           if s.lstsq == "basic" else {}),
-        **moves,
-        "accepted_steps": {b: int(n[i]) for b, n in it.accepted_steps.items()},
-        "unchanged_trials": int(it.unchanged_trials[i]),
-        "trials": int(it.trials[i]),
-        "final_step_sizes": {b: float(it.step_sizes(b)[i]) for b in it.blocks},
-        "seconds_per_iteration": seconds_per_iteration,
-    }
-    status = "ok" if diverged_at < 0 else "diverged"
-    message = "" if status == "ok" else f"non-finite J or J_S at iteration {diverged_at}"
-    return SolveResult(params, {"J": hist_J, "J_S": hist_JS}, status, message,
-                       diverged_at=None if status == "ok" else diverged_at, J_S=hist_JS[-1], bound=bound,
-                       diagnostics=diagnostics)
+            it: StackedIteration, s: Settings, factor: float, C: float, problem: Problem, lp: dict[str, Any],
+            meta: dict[str, Any], seconds_per_iteration: float, before: tuple[float, float]) -> SolveResult:
+    """Seed i's SolveResult, by algorithm.lysep_result from the stack's per-seed loop values."""
+    loop = {"violations": lp["violations"][i], "worst_ratio": lp["worst"][i],
+            "first_violation": None if lp["first_violation"][i] < 0 else int(lp["first_violation"][i]),
+            "J_first_solve": None if len(hist_J) < 2 else float(lp["J_first"][i]), "cond_first": lp["cond_first"][i],
+            "rank_first": meta["rank_first"][i], "rank_min": meta["rank_min"][i], "resumed_at": meta["resumed_at"]}
+    counters = {"accepted_steps": {b: int(n[i]) for b, n in it.accepted_steps.items()},
+                "unchanged_trials": int(it.unchanged_trials[i]), "trials": int(it.trials[i]),
+                "final_step_sizes": {b: float(it.step_sizes(b)[i]) for b in it.blocks}}
+    return lysep_result(params, params0, hist_J, hist_JS, None if diverged_at < 0 else diverged_at, problem, s,
+                        factor, C, loop, it.last_cond[i], it.last_rank[i], counters, seconds_per_iteration, before,
+                        engine={"W3_solve": it.w_solve, "trial_batch": it.trial_batch})

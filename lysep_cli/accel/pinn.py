@@ -20,6 +20,7 @@ from lysep_cli.accel.backend import Backend
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import SolveResult, diverged
 from lysep_cli.solvers.pinn import Settings
 
@@ -42,11 +43,12 @@ def unstack(backend: Backend, params: engine.StackedParams) -> list[Params]:
     return [[(W[s].copy(), b[s].copy()) for W, b in host] for s in range(host[0][0].shape[0])]
 
 
-def solve_stacked(backend: Backend, data: TrainingData, params0: list[Params], settings: Settings | dict[str, Any],
-                  iterations: int, progress: StackProgress | None = None,
+def solve_stacked(backend: Backend, problem: Problem, data: TrainingData, params0: list[Params],
+                  settings: Settings | dict[str, Any], iterations: int, progress: StackProgress | None = None,
                   sync_every: int = SYNC_EVERY, stack_to: int | None = None) -> list[SolveResult]:
     """Gradient descent on J for each network of ``params0`` (one per seed), stacked; one
-    :class:`SolveResult` per seed, in order, as :func:`lysep_cli.solvers.pinn.solve` returns it.
+    :class:`SolveResult` per seed, in order, as :func:`lysep_cli.solvers.pinn.solve` returns it (``problem``
+    unused, as there: the registry's stacked-solve signature, lysep_cli/solvers/base.Capabilities).
     ``stack_to``: the stack padded to a multiple of it (accel/padding.py; None: the device's default, 1 on
     NumPy, 10 on CuPy), recorded as ``diagnostics.padded_stack`` when it padded.
 

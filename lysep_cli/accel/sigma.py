@@ -4,7 +4,7 @@ NumPy: lysep_cli/numerics/sincos.py itself (element-wise, so a stack of seeds gi
 CuPy: the same formulas (sincos.py's ``_reduced`` and quadrant logic) as CUDA kernels compiled with
 ``--fmad=false``: CUDA contracts a*b+c into fused multiply-adds by default, which changes the last bit of
 ~1 % of the values; without contraction the kernel gave lysep's CPU bits for all 2,014,001 arguments
-tried on an H200 (docs/engine.md, benchmarks/results/gpu_design_check.txt).  Arguments beyond
+tried on an H200 (benchmarks/logs/engine-2026-11.md, benchmarks/results/gpu_design_check.txt).  Arguments beyond
 sincos.LIMIT, inf and NaN go to the library's sin and cos, as on the CPU (inside the kernel: no host sync;
 CUDA's sin there, not glibc's, so such values may differ in the last bits from the CPU's).
 On a device :func:`values` takes sigma and its three derivatives from one kernel.  :func:`kernel` and

@@ -1,6 +1,6 @@
 """A gradient block's backtracking trials, the first k of them evaluated at once (the stacked LySep).
 
-The backtracking rule (accel/steps.py, the CPU's solvers/steps.py ``Backtracking``) tries t, t shrink,
+The backtracking rule (solvers/steps.py ``Backtracking``, one state per seed) tries t, t shrink,
 t shrink^2, .. until a seed accepts; once a run settles, a block's grown first step is rejected and the
 second accepted at almost every sweep (the archive: ~2 trials per block), so a stack on a launch-bound GPU
 pays each block's launches and host sync twice.  :class:`BlockTrials` is the rule's trial function: at a
@@ -28,8 +28,8 @@ import numpy as np
 from lysep_cli.accel.backend import Backend
 from lysep_cli.accel.engine import Array
 
-#: the trial batch on CuPy: the k whose counted launches predict the least time (docs/gpu.md, "Batched trials";
-#: benchmarks/launch_count.py --trial-batches 1,2,3)
+#: the trial batch on CuPy: the k whose counted launches predict the least time
+#: (benchmarks/logs/gpu-2026-11.md, "Batched trials"; benchmarks/launch_count.py --trial-batches 1,2,3)
 CUPY_TRIAL_BATCH = 2
 
 Evaluate = Callable[[Array, int], "tuple[Array, Callable[[int], Any]]"]
@@ -146,7 +146,7 @@ class Batch:
 
 
 class BlockTrials:
-    """The trial function (accel/steps.StackedTrial) of one gradient block's step: x (S, ...) - t g evaluated
+    """The trial function (solvers/steps.StackedTrial) of one gradient block's step: x (S, ...) - t g evaluated
     ``batch`` trials at once at the block's first trial (module docstring), every trial counted per seed
     (``trials``, ``unchanged_trials``: the caller's (S,) arrays, added to in place) as the rule asks for it.
 

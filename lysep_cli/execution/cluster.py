@@ -50,6 +50,7 @@ from lysep_cli.execution import interrupts, runner
 from lysep_cli.execution.memory import tune_malloc
 from lysep_cli.execution.runner import Reporter, RunKey
 from lysep_cli.numerics.network import Params
+from lysep_cli.solvers import stacks
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store.fingerprint import (DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, pins_not_in_force,
                                          same_platform)
@@ -467,7 +468,7 @@ class Session:
             return [[key] for key in keys]
         out: list[list[RunKey]] = []
         for cell in runner.cells(keys):
-            out += [cell] if cell[0].solver in backend.STACKED_SOLVERS else [[key] for key in cell]
+            out += [cell] if stacks(cell[0].solver) else [[key] for key in cell]
         return out
 
     def _submit(self, spec: ExperimentSpec, runs: list[RunKey], iterations: int, topic: str, token: str) -> Any:
@@ -477,7 +478,7 @@ class Session:
         seeds = "_".join(str(k.seed) for k in runs)
         name = f"lysep-{spec.name}-{key.solver}-L{key.L}-M{key.M}-seed{seeds}-{token}"
         priority = (key.L - 1) * key.M * key.M
-        if self.device == "cpu" or key.solver not in backend.STACKED_SOLVERS:
+        if self.device == "cpu" or not stacks(key.solver):
             return self.client.submit(run_task, spec, key, iterations, topic, key=name, pure=False,
                                       priority=priority)
         return self.client.submit(run_stack_task, spec, runs, iterations, self.device, topic, key=name, pure=False,

@@ -32,7 +32,7 @@ from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.numerics.metrics import finite_or_none, first_nonfinite, loss, relative_l2
 from lysep_cli.numerics.network import Params
 from lysep_cli.numerics.sincos import NUMBA_UP_TO, numba_for_run  # NUMBA_UP_TO: hashed in the numerics id
-from lysep_cli.solvers import seeds_of, solver_def
+from lysep_cli.solvers import seeds_of, solver_def, stacked_solver, stacks
 from lysep_cli.solvers.base import SolveResult, copy_params, diverged, initial_network
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
@@ -169,24 +169,20 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     record's time is the stack's divided by its seeds; its ``versions`` name the device and array library.
     With ``results_dir``, a LySep stack resumes from its checkpoint there and saves one as it goes."""
     from lysep_cli.accel import backend as backends
-    from lysep_cli.accel import lysep as stacked_lysep
-    from lysep_cli.accel import pinn as stacked_pinn
 
     tune_malloc()  # as execute: the malloc thresholds of a dask worker, here too (no number changes)
     be = backends.resolve(device)
     problem, train = experiment_data(spec).problem, experiment_data(spec).training
     solver, settings = keys[0].solver, spec.solvers[keys[0].solver]
+    solve_stacked = stacked_solver(solver)
     params0 = [initial_network(settings, train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
     numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(solver))  # the same bits either way
     versions = {**fingerprint(), **be.fingerprint()}
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
-        if solver == "lysep":
-            ckpt = _stack_checkpoint(spec, keys, iterations, results_dir, versions)
-            results = stacked_lysep.solve_stacked(be, problem, train, params0, settings, iterations, progress,
-                                                  checkpoint=ckpt)
-        else:
-            results = stacked_pinn.solve_stacked(be, train, params0, settings, iterations, progress)
+        resume = ({"checkpoint": _stack_checkpoint(spec, keys, iterations, results_dir, versions)}
+                  if solver_def(solver).capabilities.checkpoint else {})
+        results = solve_stacked(be, problem, train, params0, settings, iterations, progress, **resume)
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
         wall_before, cpu_before = results[0].diagnostics.get("seconds_before_resume", (0.0, 0.0))
         seconds, cpu_seconds = seconds + wall_before, cpu_seconds + cpu_before  # a resumed stack: all its parts
@@ -454,13 +450,11 @@ def _run_on_cluster(spec: ExperimentSpec, keys: list[RunKey], iterations: int, r
     client, as the tasks finish: those made on this machine's platform (:func:`same_platform`; a stack's,
     with the device the workers were checked to run, ``cluster.device_facts``); another's is a failed run,
     never mixed in silently."""
-    from lysep_cli.accel.backend import STACKED_SOLVERS
-
     here = fingerprint()
     stacked = {**here, **cluster.device_facts} if device != "cpu" else here
     with closing(cluster.results(spec, keys, iterations, reporter)) as outcomes:  # closed: cancels the rest
         for out in outcomes:
-            want = stacked if out.key.solver in STACKED_SOLVERS else here
+            want = stacked if stacks(out.key.solver) else here
             if out.error is None and not same_platform(want, out.record.versions):
                 out.error = (f"made on another platform than this machine's ("
                              f"{'; '.join(differing(want, out.record.versions, EXACT_KEYS + DEVICE_KEYS))}): "
@@ -483,13 +477,11 @@ def cells(keys: list[RunKey]) -> list[list[RunKey]]:
 
 def _run_stacked(spec: ExperimentSpec, keys: list[RunKey], iterations: int, results_dir: Path,
                  reporter: Reporter, device: str, sweep: Sweep) -> None:
-    """The seeds of each (solver, L, M) in one stack (:func:`execute_stack`); the solvers the stacked engine
-    leaves to the host (rfls, rfm: one least-squares solve, lysep_cli/accel/backend.py) one run at a time."""
-    from lysep_cli.accel.backend import STACKED_SOLVERS
-
+    """The seeds of each (solver, L, M) in one stack (:func:`execute_stack`) for a solver that stacks; the others
+    (``Capabilities.on_host``: rfls, rfm) one run at a time on the host's CPU engine."""
     for cell in cells(keys):
         solver = cell[0].solver
-        if solver not in STACKED_SOLVERS:
+        if not stacks(solver):
             _run_sequential(spec, cell, iterations, results_dir, reporter, sweep)
             continue
         for key in cell:

@@ -2,7 +2,7 @@
 code's result: each element goes through the same IEEE operations in the same order (numba does not
 contract a * b + c into a fused multiply-add without fastmath), so a run is the same with or without it.
 
-Measured (benchmarks/fused_fit_matrix.py; docs/engine.md): the fit matrix B, U, V of
+Measured (benchmarks/fused_fit_matrix.py; benchmarks/logs/engine-2026-11.md): the fit matrix B, U, V of
 :func:`lysep_cli.numerics.channels.fit_matrix` in one pass is about 2.2x faster than its seven NumPy passes
 per input channel.  The kernels are compiled on first use and cached on disk by numba; arrays with fewer
 than :data:`~lysep_cli.numerics.sincos.NUMBA_FROM` elements stay on the NumPy path, so small runs (the

@@ -36,11 +36,11 @@ LIMIT = 1.0e5
 #: arrays smaller than this take the NumPy path (same bits): a process that only ever evaluates small
 #: networks (the tests' tiny ones, a CLI report) never pays numba's import and cache load (~0.8 s)
 NUMBA_FROM = 4096
-#: per solver, the size of a run's (M, N_train) arrays above which it skips numba's kernels for the NumPy
-#: paths of σ and the fit matrix (the same bits; docs/engine.md). LySep at elliptic-10d (3,150): 0.99-1.04x
-#: the time per sweep without them, ~100 MB less peak memory; PINN there is 1.12x slower without them, so
-#: it (and every solver not named) keeps them at every size.  Here, among the modules the numerics id
-#: hashes (lysep_cli/store/fingerprint.py), so a change to it changes the id; the runner applies it.
+#: per solver, the size of a run's (M, N_train) arrays above which it skips numba's kernels for the NumPy paths of σ
+#: and the fit matrix (the same bits; benchmarks/logs/engine-2026-11.md). LySep at elliptic-10d (3,150): 0.99-1.04x
+#: the time per sweep without them, ~100 MB less peak memory; PINN there is 1.12x slower without them, so it (and
+#: every solver not named) keeps them at every size.  Here, among the modules the numerics id hashes
+#: (lysep_cli/store/fingerprint.py), so a change to it changes the id; the runner applies it.
 NUMBA_UP_TO: dict[str, int] = {"lysep": 2**18}
 _RUN_USES_NUMBA = [True]
 

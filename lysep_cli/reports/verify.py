@@ -59,7 +59,7 @@ from lysep_cli.reports.cellstats import (ALPHA, CHAOTIC_SOLVERS, FLOOR, RATIO_BO
                                          SEED_BOUND_SOLVERS, Cell, by_cell, cell_of, compare_archives,
                                          compare_cell)
 from lysep_cli.reports import ties
-from lysep_cli.solvers import solver_def
+from lysep_cli.solvers import solver_def, stacks
 from lysep_cli.specs import BadInput, ExperimentSpec
 from lysep_cli.store import records
 from lysep_cli.store.fingerprint import differing, fingerprint, same_platform
@@ -291,7 +291,7 @@ def rerun(spec: ExperimentSpec, record: RunRecord) -> tuple[RunRecord, Params]:
 
     key = RunKey(record.solver, record.L, record.M, record.seed)
     device = record.versions.get("device")
-    if device in backend.STACKED_DEVICES and record.solver in backend.STACKED_SOLVERS:
+    if device in backend.STACKED_DEVICES and stacks(record.solver):
         try:
             backend.resolve(device)
         except backend.DeviceUnavailable:

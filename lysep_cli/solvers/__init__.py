@@ -8,6 +8,7 @@ method), else the module's ``Settings``.
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Callable
 
 from lysep_cli.solvers.base import Capabilities, Solver, SolverDef, SolveResult, TrainingData
 from lysep_cli.solvers.settings import SettingsError, SolverSettings
@@ -45,10 +46,26 @@ def seeds_of(name: str, seeds: list[int] | tuple[int, ...]) -> list[int]:
     return list(seeds[:1]) if solver_def(name).capabilities.seed_free else list(seeds)
 
 
+def stacks(name: str) -> bool:
+    """Whether solver ``name`` trains a cell's seeds in one stack on a stacked device (``Capabilities.stacks``)."""
+    return bool(solver_def(name).capabilities.stacks)
+
+
+def stacked_solver(name: str) -> Callable[..., list[SolveResult]]:
+    """The solve of solver ``name`` that trains S seeds in one stack (``Capabilities.stacks``, imported on first
+    use); ValueError for a solver that does not stack."""
+    entry = solver_def(name).capabilities.stacks
+    if not entry:
+        raise ValueError(f"solver {name!r} does not stack seeds")
+    module_name, _, func = entry.partition(":")
+    return getattr(import_module(module_name), func)
+
+
 def get_solver(name: str) -> Solver:
     """The solve function registered under ``name`` (ValueError for an unknown name)."""
     return solver_def(name).solve
 
 
-__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "seeds_of", "solver_def", "Solver", "SolverDef", "SolveResult",
+__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "seeds_of", "solver_def", "stacked_solver", "stacks", "Solver",
+           "SolverDef", "SolveResult",
            "SettingsError", "SolverSettings", "TrainingData"]

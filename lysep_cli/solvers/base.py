@@ -105,11 +105,21 @@ class Capabilities:
         ``lysep verify`` compares a rerun's first history entries only.
     seed_free : the run does not depend on the seed (``params0`` unused, e.g. poly): one run, the first seed
         asked for, stands for every seed (planned alone, and counted as the cell's one requested seed).
+    stacks : "module:function" of the solve that trains a cell's S seeds in one stack on NumPy or CuPy
+        (lysep_cli/accel; ``lysep run --device cpu-stacked | cuda``), called as
+        ``solve_stacked(backend, problem, data, params0 (S networks), settings, iterations, progress)`` (and
+        ``checkpoint=`` where ``checkpoint``), one SolveResult per seed, each seed's the run alone's; "" (the
+        default): the solver trains one seed at a time.
+    on_host : a solver that does not stack runs on a stacked device anyway, one seed at a time on the host's
+        CPU engine (rfls, rfm: one least-squares solve each, whose pivoted-QR / gelsd solve has no exact CuPy
+        counterpart); False: a stacked device refuses it.
     """
 
     checkpoint: bool = False
     round_off_stable: bool = False
     seed_free: bool = False
+    stacks: str = ""
+    on_host: bool = False
 
 
 class Solver(Protocol):

@@ -15,7 +15,7 @@ from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import ExponentialDecay
 
 #: round-off stays at 1e-14 across BLAS kernels and NumPy SIMD paths over 2000 iterations (measured)
-CAPABILITIES = Capabilities(round_off_stable=True)
+CAPABILITIES = Capabilities(round_off_stable=True, stacks="lysep_cli.accel.pinn:solve_stacked")
 
 
 @dataclass(frozen=True)

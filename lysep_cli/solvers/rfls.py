@@ -36,7 +36,7 @@ from lysep_cli.solvers.base import (Capabilities, Init, Progress, SolveResult, T
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 #: one least-squares solve: nothing to amplify round-off (measured: docs/reproducibility.md)
-CAPABILITIES = Capabilities(round_off_stable=True)
+CAPABILITIES = Capabilities(round_off_stable=True, on_host=True)
 
 
 #: the ``lstsq`` setting of rfls and rfm

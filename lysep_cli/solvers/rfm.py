@@ -29,7 +29,7 @@ from lysep_cli.solvers.rfls import LSTSQ_DOC, solve_output_layer
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 #: one least-squares solve, like rfls
-CAPABILITIES = Capabilities(round_off_stable=True)
+CAPABILITIES = Capabilities(round_off_stable=True, on_host=True)
 
 
 @dataclass(frozen=True)

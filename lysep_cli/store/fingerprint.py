@@ -68,6 +68,11 @@ SAME_BITS_AS: dict[str, str] = {
     # data (numerics/user_problems.py: refusals only); measured: the cheapest archived run of every solver
     # rerun bit-identical at --level exact (the CI's eight reruns, 2026-11-29)
     "0aa7f28fe508f95d": "abee53243e14febb",
+    # issue 53 (one engine, first stages): one Backtracking rule with a seed axis (solvers/steps.py), the
+    # registry's `stacks` capability, LySep's result assembled once (algorithm.lysep_result); measured: the
+    # cheapest archived run of all eight solvers (the CI's eight reruns) and LySep's at elliptic-10d,
+    # parabolic-5d, hyperbolic-5d rerun bit-identical at --level exact (2026-12-07)
+    "7a6465739c9e03e8": "abee53243e14febb",
 }
 
 

@@ -2,7 +2,7 @@
 
 Run once with the implementation the fixture should pin (it was made with the pre-engine kernels,
 commit 4ea83a6):  python tests/reference/make_reference.py
-tests/test_reference.py reruns the same cases with today's code and compares (docs/engine.md).
+tests/test_reference.py reruns the same cases with today's code and compares (benchmarks/logs/engine-2026-11.md).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from lysep_cli.solvers.settings import SolverSettings, setting
 from lysep_cli.solvers.steps import Backtracking, FixedStep, StepRule
 
 #: resumes from a checkpoint; amplifies round-off from sweep to sweep (docs/reproducibility.md)
-CAPABILITIES = Capabilities(checkpoint=True)
+CAPABILITIES = Capabilities(checkpoint=True, stacks="lysep_cli.accel.lysep:solve_stacked")
 
 
 def block_order(L: int) -> tuple[str, ...]:
@@ -72,12 +72,13 @@ class Settings(SolverSettings):
         doc="W_3 system: min-norm (gelsy, rcond) | basic (Matlab's backslash, as the paper; rcond unused)")
     init: Init = init_setting()
 
-    def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS) -> dict[str, StepRule]:
-        """A fresh step rule per gradient block (the rules keep their own step sizes)."""
+    def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS, seeds: int = 1) -> dict[str, StepRule]:
+        """A fresh step rule per gradient block (the rules keep their own step sizes); a backtracking rule
+        holds one state per seed of a stack of ``seeds`` (lysep_cli/accel/lysep.py)."""
         if self.step_rule == "fixed":
             return {b: FixedStep(self.tau) for b in blocks}
-        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries, self.backoff_max)
-                for b in blocks}
+        return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries, self.backoff_max,
+                                seeds) for b in blocks}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,7 +120,6 @@ class LySepIteration:
         meta = {"J_S": self.J_S, "last_cond": self.last_cond, "accepted_steps": self.accepted_steps,
                 "unchanged_trials": self.unchanged_trials, "trials": self.trials,
                 "rules": {b: r.state() for b, r in self.rules.items() if hasattr(r, "state")},
-                "tau": {b: r.tau for b, r in self.rules.items()},
                 "scalars": [k for k, v in self.st.v.items() if not isinstance(v, np.ndarray)]}
         if self.last_rank is not None:
             meta["last_rank"] = self.last_rank
@@ -140,8 +140,6 @@ class LySepIteration:
         self.accepted_steps = {b: int(n) for b, n in meta["accepted_steps"].items()}
         self.unchanged_trials = int(meta.get("unchanged_trials", 0))
         self.trials = int(meta.get("trials", 0))
-        for b, tau in meta["tau"].items():
-            self.rules[b].tau = float(tau)
         for b, state in meta.get("rules", {}).items():
             self.rules[b].set_state(state)
 
@@ -165,7 +163,7 @@ class LySepIteration:
             if same_bits(xt, x):
                 # The step changes no entry of the block (late in a 2-D run most trials of W_1, and half of
                 # d_1's and W_2's): the state is the one J0 was computed from, so J_S(x - t g) = J0 exactly
-                # and the groups need not be recomputed (docs/engine.md).
+                # and the groups need not be recomputed (benchmarks/logs/engine-2026-11.md).
                 self.unchanged_trials += 1
                 return J0, (st, terms)
             st2 = st.with_(**{block: xt})
@@ -277,34 +275,46 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
                             {**arrays, "hist_J_S": np.array(hist_JS), "hist_J": np.array(hist_J)})
         if progress is not None:
             progress(k, J)
-    violations, worst_ratio, first_violation = loop["violations"], loop["worst_ratio"], loop["first_violation"]
-    J_first_solve, cond_first = loop["J_first_solve"], loop["cond_first"]
     seconds = time.perf_counter() - t0
-    st = it.st
+    counters = {"accepted_steps": it.accepted_steps, "unchanged_trials": it.unchanged_trials, "trials": it.trials,
+                "final_step_sizes": {b: r.step_size for b, r in it.rules.items()}}
+    return lysep_result(it.st.params(), params0, hist_J, hist_JS, diverged_at, problem, s, factor, C, loop,
+                        it.last_cond, it.last_rank, counters, seconds / max(1, len(hist_J) - 1), before)
+
+
+def lysep_result(params: Params, params0: Params, hist_J: list[float], hist_JS: list[float], diverged_at: int | None,
+                 problem: Problem, s: Settings, factor: float, C: float, loop: dict[str, Any], last_cond: float,
+                 last_rank: int | None, counters: dict[str, Any], seconds_per_iteration: float,
+                 before: tuple[float, float], engine: dict[str, Any] | None = None) -> SolveResult:
+    """One seed's SolveResult: its network and histories, the bound check J <= factor J_S, the diagnostics; for
+    a run alone (:func:`solve`) and for each seed of a stack (lysep_cli/accel/lysep.py, whose ``engine`` entries,
+    W3_solve and trial_batch, follow the W_3 system's condition).  ``loop``: violations, first_violation (None:
+    none), worst_ratio, J_first_solve (None: no sweep made), cond_first, resumed_at (the sweeps a checkpoint
+    resumed at; ``before``: the (wall, CPU) seconds spent before), with lstsq "basic" rank_first and rank_min;
+    ``counters``: accepted_steps, unchanged_trials, trials, final_step_sizes."""
     moves = {}
     for l, (W, b) in enumerate(params0[:-1], start=1):  # hidden-layer movement per layer
-        moves[f"move_W{l}"] = _relative_move(st.v[f"W{l}"], W)
-        moves[f"move_b{l}"] = _relative_move(st.v[f"b{l}"], b)
+        moves[f"move_W{l}"] = _relative_move(params[l - 1][0], W)
+        moves[f"move_b{l}"] = _relative_move(params[l - 1][1], b)
     bound = {"factor": factor, "C": C, "theorem_factor": bound_factor(problem.pde, problem.d),
-             "violations": violations, "checked": len(hist_J) - 1, "first_violation": first_violation,
-             "max_ratio_J_over_J_S": worst_ratio}
+             "violations": int(loop["violations"]), "checked": len(hist_J) - 1,
+             "first_violation": loop["first_violation"], "max_ratio_J_over_J_S": float(loop["worst_ratio"])}
     diagnostics = {
-        "J_after_first_W3_solve": J_first_solve,
-        "W3_norm": float(np.linalg.norm(st.v[f"W{L}"])),  # the output layer W_L (named for L = 3)
-        "W3_system_cond_first": cond_first,
-        "W3_system_cond_last": it.last_cond,
-        **({"W3_system_rank_first": loop.get("rank_first"), "W3_system_rank_last": it.last_rank,
-            "W3_system_rank_min": loop.get("rank_min"), "W3_system_columns": int(it.st.v[f"W{L}"].size + (s.w3_b3 == "joint"))}
-           if s.lstsq == "basic" else {}),
+        "J_after_first_W3_solve": loop["J_first_solve"],
+        "W3_norm": float(np.linalg.norm(params[-1][0])),  # the output layer W_L (named for L = 3)
+        "W3_system_cond_first": float(loop["cond_first"]),
+        "W3_system_cond_last": float(last_cond),
+        **(engine or {}),
+        **({"W3_system_rank_first": loop.get("rank_first"), "W3_system_rank_last": last_rank,
+            "W3_system_rank_min": loop.get("rank_min"),
+            "W3_system_columns": int(params[-1][0].size + (s.w3_b3 == "joint"))} if s.lstsq == "basic" else {}),
         **moves,
-        "accepted_steps": it.accepted_steps,
-        "unchanged_trials": it.unchanged_trials,
-        "trials": it.trials,
-        "final_step_sizes": {b: r.tau for b, r in it.rules.items()},
-        "seconds_per_iteration": seconds / max(1, len(hist_J) - 1),
+        **counters,
+        "seconds_per_iteration": seconds_per_iteration,
         **({"resumed_at_sweeps": loop["resumed_at"], "seconds_before_resume": list(before)}
            if loop["resumed_at"] else {}),
     }
+    status = "ok" if diverged_at is None else "diverged"
     message = "" if status == "ok" else f"non-finite J or J_S at iteration {diverged_at}"
-    return SolveResult(st.params(), {"J": hist_J, "J_S": hist_JS}, status, message, diverged_at=diverged_at,
+    return SolveResult(params, {"J": hist_J, "J_S": hist_JS}, status, message, diverged_at=diverged_at,
                        J_S=hist_JS[-1], bound=bound, diagnostics=diagnostics)
