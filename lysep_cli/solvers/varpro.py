@@ -272,10 +272,10 @@ def _gd(vp: VarPro, s: GDSettings, p: Projected, diag: dict[str, Any]) -> Step:
     """theta <- theta - t grad F, t by Armijo backtracking from t_0 = F / ||grad F||^2 (steps.Backtracking)."""
     g = vp.gradient(p)
     g2 = float(g @ g)
-    rule = Backtracking(tau=p.F / g2 if g2 > 0 else 1.0, grow=s.grow, shrink=s.shrink, armijo=s.armijo,
+    rule = Backtracking(tau0=p.F / g2 if g2 > 0 else 1.0, grow=s.grow, shrink=s.shrink, armijo=s.armijo,
                         max_tries=s.max_tries)
     state = {"p": p, "theta": flatten(p.params[:-1]), "g": g}
-    diag.update(first_trial_step=rule.tau)
+    diag.update(first_trial_step=rule.step_size)
 
     def step(k: int) -> Projected | None:
         p, theta, g = state["p"], state["theta"], state["g"]
