@@ -73,6 +73,12 @@ SAME_BITS_AS: dict[str, str] = {
     # cheapest archived run of all eight solvers (the CI's eight reruns) and LySep's at elliptic-10d,
     # parabolic-5d, hyperbolic-5d rerun bit-identical at --level exact (2026-12-07)
     "7a6465739c9e03e8": "abee53243e14febb",
+    # issue 54: the varpro solvers added (solvers/varpro.py, three registry lines; solver_def reads a solve
+    # function's own Settings); no other solver's path changed: the code varpro's records were made with
+    "8fab6532cd443779": "abee53243e14febb",
+    # the merge of 2026-12-07 (issue 53 first stages + varpro); measured: the CI's eight exact reruns and the
+    # cheapest varpro-lm, -lbfgs, -gd runs of elliptic-2d (made at 8fab6532cd443779) bit-identical
+    "86fa866c7695e7af": "abee53243e14febb",
 }
 
 
