@@ -255,8 +255,11 @@ def verify(
     save_finals: Optional[Path] = typer.Option(None, "--save-finals", parser=path_value,
                                                help="write the final J, J_S, l2 of every selected run to FILE "
                                                "(CSV) for a later --against FILE; no reruns"),
-    weights: bool = Flag(False, "--weights", help="only re-evaluate J and l2 of the saved weights from data.npz; "
-                                                  "no training (seconds for the whole archive with --all)"),
+    weights: bool = Flag(False, "--weights", help="only re-evaluate J and l2 of the saved weights from data.npz and "
+                                                  "recompute each run's first iterations; no training"),
+    allow_unverified: bool = Flag(False, "--allow-unverified", help="runs no check can verify at the level asked "
+                                  "(ill-conditioned on another platform, beyond the cap within round-off, a PARTIAL "
+                                  "cell) are reported, not failed"),
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
@@ -281,6 +284,8 @@ def verify(
         raise BadInput("--allow-partial goes with --against or --cells")
     verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None)
     save_finals = opt.in_dir(save_finals, "finals.csv")
+    if save_finals is not None:
+        opt.writable_file(save_finals, "--save-finals")
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -289,13 +294,13 @@ def verify(
     accepted = set() if accept is None else opt.accepted_cells(accept, chosen)
     # the weights pass names every broken seal itself; --against and --save-finals leave them out, warned
     sel = load_selection(results, chosen, iterations, _warn, seals=against is not None or save_finals is not None)
-    pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
+    pool = [r for r in verifier.candidates(sel.records + sel.extra_seeds) if wanted is None or r.solver in wanted]
     if not pool:
         raise nothing_to_show(results, chosen, sel)
     if cell_set is not None:
         opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
-                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out))
+                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out), allow_unverified)
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 
@@ -308,7 +313,7 @@ def verify(
     elif against is not None:
         other, unreadable = verifier.other_archive(against, chosen, iterations, wanted, _warn)
         side = verifier.Against(other, against, (sum(sel.invalid.values()), unreadable), common_seeds,
-                                frozenset(accepted), allow_partial, req.specs)
+                                frozenset(accepted), allow_partial, req.specs, allow_unverified)
         bad = verifier.against(pool, side, results, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)
