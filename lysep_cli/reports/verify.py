@@ -195,10 +195,44 @@ def nominal_cost(record: RunRecord) -> float:
     n_in = record.d + (record.pde != "elliptic")
     parameters = n_in * record.M + record.M + (record.L - 2) * (record.M ** 2 + record.M) + record.M + 1
     try:
-        steps = solver_def(record.solver).Settings.coerce(record.settings).history_length(record.iterations) - 1
+        one_shot = solver_def(record.solver).Settings.coerce(record.settings).history_length(record.iterations) <= 2
     except (ValueError, TypeError):
-        steps = record.iterations
-    return float(record.n_train) * (record.M ** 2 if steps <= 1 else parameters * steps)
+        one_shot = False
+    steps = max(len(record.history["J"]) - 1, 1)  # a diverged run stops early, and so does its rerun
+    return float(record.n_train) * (record.M ** 2 if one_shot else parameters * steps)
+
+
+#: recorded CPU seconds beyond this factor either way of what its size and iterations predict are flagged
+TIMING_BAND = 10.0
+#: ... when they also differ from the prediction by more than this (a 0.01 s run's fixed costs are not a forgery)
+TIMING_FLOOR = 1.0
+
+
+def timing_flags(pool: list[RunRecord]) -> list[str]:
+    """One "flagged" line per record whose recorded CPU seconds are outside :data:`TIMING_BAND` either way (and
+    :data:`TIMING_FLOOR` seconds) of what :func:`nominal_cost` predicts at the median rate (CPU seconds per unit) of the runs of its experiment
+    and solver in ``pool``: a time edited x10 (it moves compare's "s / run", ``--dry-run`` estimates and
+    status) shows; a flag, not a failure (a loaded machine also slows a run)."""
+    rates: dict[tuple[str, str], list[float]] = {}
+    for r in pool:
+        rates.setdefault((r.experiment, r.solver), []).append(_cpu(r) / nominal_cost(r))
+    out = []
+    for r in pool:
+        group = rates[(r.experiment, r.solver)]
+        if len(group) < 2:
+            continue
+        predicted = nominal_cost(r) * float(np.median(group))
+        ratio = _cpu(r) / predicted
+        if not 1 / TIMING_BAND <= ratio <= TIMING_BAND and abs(_cpu(r) - predicted) > TIMING_FLOOR:
+            out.append(f"{'flagged':<9} {ties.label(r)}: recorded CPU {_cpu(r):.3g} s is x{ratio:.3g} what its size "
+                       f"and iterations predict at the median rate of its experiment's {r.solver} runs "
+                       f"(band x{TIMING_BAND:g} either way)")
+    return out
+
+
+def _cpu(record: RunRecord) -> float:
+    cpu = record.diagnostics.get("cpu_seconds")
+    return float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else max(float(record.seconds), 1e-9)
 
 
 def choose(candidates: list[RunRecord], sample: int | None, seed: int, cheapest: bool) -> list[RunRecord]:
@@ -445,6 +479,9 @@ def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
              "tolerance can say whether round-off explains it")
     bad += len(untied)
     unverified += len(loose)
+    flags = timing_flags(pool)
+    for line in flags:
+        echo(line)
     if quiet:
         echo(f"ties: {len(untied)} record(s) not tied to their seed, size, length, solver and settings, or cell"
              if untied else
