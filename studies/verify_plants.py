@@ -383,7 +383,7 @@ def _p56_lr_x2(root, copy):
     from lysep_cli.execution.runner import RunKey, execute
     from lysep_cli.store import records
 
-    spec = specs.load_specs(None)[E2D]
+    spec = specs.load_specs("experiments.yaml")[E2D]
     pinn = spec.solvers["pinn"]
     faster = dataclasses.replace(spec, solvers={**spec.solvers, "pinn": dataclasses.replace(pinn, lr=2 * pinn.lr)})
     for s in range(3):
@@ -441,7 +441,7 @@ def _p56_cherry_picked(root, copy):
     from lysep_cli.execution.runner import RunKey, execute
     from lysep_cli.store import records
 
-    spec = specs.load_specs(None)[E2D]
+    spec = specs.load_specs("experiments.yaml")[E2D]
     for s in range(10, 20):
         rec, params = execute(spec, RunKey("rfls", 3, 30, s), spec.iterations)
         records.write_record(copy, rec, params)

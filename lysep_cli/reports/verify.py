@@ -461,16 +461,18 @@ def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
         if line is not None:
             echo(line)
             bad += 1
+    sealed = []  # a record whose seal is broken is named once, by its seal, and not tied
     for rec in pool:
         exact = level == "exact" or (level == "auto" and same_platform(rec.versions, here))
         check = reevaluate(specs[rec.experiment], rec, results, exact, data[rec.experiment])
+        sealed += [rec] if check.level != "seal" else []
         bad += not check.ok
         unverified += check.unverified
         exact_n += exact
         worst = max(worst, check.max_rel if check.level != "seal" else 0.0)
         if not quiet or not check.ok or check.unverified:
             echo(check.line())
-    untied, loose = ties.tie_failures(specs, pool, results, lambda r: tie_rule(r, here))
+    untied, loose = ties.tie_failures(specs, sealed, results, lambda r: tie_rule(r, here))
     for line in untied:
         echo(line)
     for r in loose:
