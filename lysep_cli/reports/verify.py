@@ -707,7 +707,7 @@ def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | No
         sel = load_selection(path, chosen, iterations, warn)
         for line in left_out_lines(sel.left_out):
             warn(line)
-        rows, unreadable = sel.records, sum(sel.invalid.values()) + len(sel.left_out)
+        rows, unreadable = sel.records + sel.extra_seeds, sum(sel.invalid.values()) + len(sel.left_out)
     return [r for r in rows if solvers is None or r.solver in solvers], unreadable
 
 
