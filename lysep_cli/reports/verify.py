@@ -190,15 +190,16 @@ class Check:
 
 def nominal_cost(record: RunRecord) -> float:
     """What a rerun of ``record`` costs by its cell alone, in arbitrary units (never its recorded seconds,
-    which a record could misstate): n_train x the network's parameters x the iterations it makes
-    (``history_length(iterations) - 1``), and a one-shot solver's one least-squares solve as n_train x M^2."""
+    which a record could misstate): n_train x the network's parameters x the iterations its history holds (a
+    diverged run stops early, and so does its rerun; the history's length is tied), and a one-shot solver's
+    one least-squares solve as n_train x M^2."""
     n_in = record.d + (record.pde != "elliptic")
     parameters = n_in * record.M + record.M + (record.L - 2) * (record.M ** 2 + record.M) + record.M + 1
     try:
         one_shot = solver_def(record.solver).Settings.coerce(record.settings).history_length(record.iterations) <= 2
     except (ValueError, TypeError):
         one_shot = False
-    steps = max(len(record.history["J"]) - 1, 1)  # a diverged run stops early, and so does its rerun
+    steps = max(len(record.history["J"]) - 1, 1)
     return float(record.n_train) * (record.M ** 2 if one_shot else parameters * steps)
 
 
@@ -210,9 +211,10 @@ TIMING_FLOOR = 1.0
 
 def timing_flags(pool: list[RunRecord]) -> list[str]:
     """One "flagged" line per record whose recorded CPU seconds are outside :data:`TIMING_BAND` either way (and
-    :data:`TIMING_FLOOR` seconds) of what :func:`nominal_cost` predicts at the median rate (CPU seconds per unit) of the runs of its experiment
-    and solver in ``pool``: a time edited x10 (it moves compare's "s / run", ``--dry-run`` estimates and
-    status) shows; a flag, not a failure (a loaded machine also slows a run)."""
+    :data:`TIMING_FLOOR` seconds) of what :func:`nominal_cost` predicts at the median rate (CPU seconds per
+    unit) of the runs of its experiment and solver in ``pool``: a time edited x10 (it moves compare's
+    "s / run", ``--dry-run`` estimates and status) shows; a flag, not a failure (a loaded machine also slows
+    a run).  0 flags on the committed archives (results/paper, results/harder*)."""
     rates: dict[tuple[str, str], list[float]] = {}
     for r in pool:
         rates.setdefault((r.experiment, r.solver), []).append(_cpu(r) / nominal_cost(r))
