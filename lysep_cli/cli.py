@@ -146,6 +146,13 @@ def run(
                                                   help="dask scheduler file (JSON with the address)"),
     connect_timeout: float = typer.Option(10.0, "--connect-timeout", parser=decimal_number,
                                           help="seconds to reach the scheduler"),
+    tls_ca_file: Optional[Path] = typer.Option(None, "--tls-ca-file", parser=path_value,
+                                               help="tls:// scheduler: the CA certificate (PEM) that signed the "
+                                               "cluster's certificates (default: dask's configuration)"),
+    tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", parser=path_value,
+                                            help="tls:// scheduler: this client's certificate (PEM)"),
+    tls_key: Optional[Path] = typer.Option(None, "--tls-key", parser=path_value,
+                                           help="tls:// scheduler: this client's private key (PEM)"),
     same_numerics: bool = Flag(False, "--same-numerics", help="refuse when EXPERIMENT's records under --results "
                                "were made by other numerics (an archive kept to one numerics id)"),
     device: str = typer.Option("cpu", "--device", help="cpu (the default), cpu-stacked or cuda: a cell's seeds "
@@ -168,6 +175,11 @@ def run(
     opt.positive(jobs, "--jobs")
     opt.positive_finite(connect_timeout, "--connect-timeout")
     target = cluster.resolve_target(scheduler, scheduler_file)
+    tls = cluster.TLSFiles.of(tls_ca_file, tls_cert, tls_key)
+    if tls is not None:
+        if target is None:
+            raise BadInput("--tls-ca-file, --tls-cert and --tls-key go with a tls:// scheduler (--scheduler)")
+        target = target.with_tls(tls)
     req = SweepRequest(spec, solvers, size_list, specs.parse_seeds(seeds, spec),
                        iterations if iterations is not None else spec.iterations, results, force, jobs,
                        target, connect_timeout, opt.device(device, solvers, jobs, target), dry_run)
@@ -237,6 +249,8 @@ def verify(
     experiments: Experiments = None,
     sample: Optional[int] = typer.Option(None, "--sample", parser=whole_number, help="rerun K archived runs (default 3)"),
     all_runs: bool = Flag(False, "--all", help="rerun every archived run"),
+    since: Optional[str] = typer.Option(None, "--since", help="only the runs added or changed since this git "
+                                        "revision (all of them, or --sample K), at the level this platform allows"),
     seed: int = typer.Option(0, "--seed", parser=whole_number, help="seed of the random sample"),
     cheapest: bool = Flag(False, "--cheapest", help="the K runs with the smallest recorded time instead of a random sample"),
     solver: SolverFilter = None,
@@ -255,8 +269,11 @@ def verify(
     save_finals: Optional[Path] = typer.Option(None, "--save-finals", parser=path_value,
                                                help="write the final J, J_S, l2 of every selected run to FILE "
                                                "(CSV) for a later --against FILE; no reruns"),
-    weights: bool = Flag(False, "--weights", help="only re-evaluate J and l2 of the saved weights from data.npz; "
-                                                  "no training (seconds for the whole archive with --all)"),
+    weights: bool = Flag(False, "--weights", help="only re-evaluate J and l2 of the saved weights from data.npz and "
+                                                  "recompute each run's first iterations; no training"),
+    allow_unverified: bool = Flag(False, "--allow-unverified", help="runs no check can verify at the level asked "
+                                  "(ill-conditioned on another platform, beyond the cap within round-off, a PARTIAL "
+                                  "cell) are reported, not failed"),
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
@@ -273,6 +290,9 @@ def verify(
     opt.choice(level, verifier.LEVELS, "--level")
     if sum(bool(x) for x in (weights, against is not None, cells, save_finals is not None)) > 1:
         raise BadInput("--weights, --against, --cells and --save-finals exclude each other")
+    if since is not None and (against is not None or save_finals is not None or cells or all_runs):
+        raise BadInput("--since goes with neither --against, --save-finals, --cells nor --all (all its runs are "
+                       "checked unless --sample K)")
     if common_seeds and against is None:
         raise BadInput("--common-seeds goes with --against")
     if accept is not None and against is None:
@@ -281,6 +301,8 @@ def verify(
         raise BadInput("--allow-partial goes with --against or --cells")
     verifier.check_level(level, weights=weights, against=against is not None or save_finals is not None)
     save_finals = opt.in_dir(save_finals, "finals.csv")
+    if save_finals is not None:
+        opt.writable_file(save_finals, "--save-finals")
     if against is not None and not against.is_file():
         opt.readable_dir(against, "--against")
     chosen = opt.report_specs(config, experiments, results, None, iterations)
@@ -289,13 +311,25 @@ def verify(
     accepted = set() if accept is None else opt.accepted_cells(accept, chosen)
     # the weights pass names every broken seal itself; --against and --save-finals leave them out, warned
     sel = load_selection(results, chosen, iterations, _warn, seals=against is not None or save_finals is not None)
-    pool = [r for r in verifier.candidates(sel.records) if wanted is None or r.solver in wanted]
+    pool = [r for r in verifier.candidates(sel.records + sel.extra_seeds) if wanted is None or r.solver in wanted]
     if not pool:
         raise nothing_to_show(results, chosen, sel)
+    if since is not None:
+        from lysep_cli.store.since import changed_since
+
+        changed = changed_since(results, since)
+        pool = [r for r in pool if changed.covers(r.cell)]
+        _say(f"--since {since}: {len(pool)} run(s) under {results}/ added or changed"
+             + (f"; {len(changed.removed)} record(s) removed (not checked): {', '.join(changed.removed[:5])}"
+                + (" ..." if len(changed.removed) > 5 else "") if changed.removed else ""))
+        if not pool:
+            typer.echo(f"nothing to verify: no run of the experiments asked was added or changed since {since}")
+            return
+        all_runs = sample is None
     if cell_set is not None:
         opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
-                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out))
+                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out), allow_unverified)
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 
@@ -308,7 +342,7 @@ def verify(
     elif against is not None:
         other, unreadable = verifier.other_archive(against, chosen, iterations, wanted, _warn)
         side = verifier.Against(other, against, (sum(sel.invalid.values()), unreadable), common_seeds,
-                                frozenset(accepted), allow_partial, req.specs)
+                                frozenset(accepted), allow_partial, req.specs, allow_unverified)
         bad = verifier.against(pool, side, results, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)

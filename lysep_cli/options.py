@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -302,15 +303,29 @@ def _probe_write(base: Path, path: Path, option: str) -> None:
     os.rmdir(probe)
 
 
+def not_a_regular_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (a symbolic link, whatever it points to, a
+    directory, a FIFO, a device, a socket), else None: the atomic write renames its file over the path, so
+    it would replace the link, the FIFO or the device node itself (as root, ``/dev/null`` too)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return None if stat.S_ISREG(mode) else next((what for test, what in kinds if test(mode)), "not a regular file")
+
+
 @_one_line_errors
 def writable_file(path: Path, option: str) -> Path:
-    """``path`` can be written as a file: not a directory, and its directory exists or can be created."""
+    """``path`` can be written as a file: it is a regular file or nothing yet (:func:`not_a_regular_file`),
+    and its directory exists or can be created.  Every option that names an output file is checked here
+    (``--out`` of table, compare, status and study depth, ``--save-finals``)."""
     if str(path) in ("", "."):
         raise BadInput(f"{option}: empty path")
-    if path.is_dir():
-        raise BadInput(f"{option} {path}: is a directory (give a file name)")
-    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: the atomic write would replace it
-        raise BadInput(f"{option} {path}: exists and is not a regular file")
+    what = not_a_regular_file(path)
+    if what is not None:
+        raise BadInput(f"{option} {path}: exists and is not a regular file ({what}): nothing written")
     writable_dir(path.parent, option)
     if path.exists() and not os.access(path, os.W_OK):
         raise BadInput(f"{option} {path}: no permission to write")
@@ -329,11 +344,11 @@ def readable_dir(path: Path, option: str) -> Path:
     return path
 
 
-def out_path(out: Path, is_dir: bool = False) -> Path:
-    """``--out``: a file (or, ``is_dir``, a directory) that can be written in a directory that exists:
-    lysep creates no directory above what ``--out`` names (``--out /nonexistent/x.md`` is bad input)."""
-    _existing_parent(out, "--out")
-    return (writable_dir if is_dir else writable_file)(out, "--out")
+def out_path(out: Path, is_dir: bool = False, option: str = "--out") -> Path:
+    """``--out`` (or ``option``): a file (or, ``is_dir``, a directory) that can be written in a directory that
+    exists: lysep creates no directory above what it names (``--out /nonexistent/x.md`` is bad input)."""
+    _existing_parent(out, option)
+    return (writable_dir if is_dir else writable_file)(out, option)
 
 
 @_one_line_errors

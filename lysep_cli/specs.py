@@ -679,6 +679,9 @@ def parse_seeds(text: str | None, spec: ExperimentSpec) -> list[int]:
             raise BadInput(f"--seeds: seeds must be <= {MAX_SEED:,}, got {hi}: {SEED_REASON}")
         if hi - lo + 1 + len(seeds) > MAX_SEEDS:
             raise BadInput(f"--seeds: more than {MAX_SEEDS:,} seeds (each seed is one run per solver and size)")
+        twice = next((s for s in range(lo, hi + 1) if s in seeds), None)
+        if twice is not None:  # as the experiments file: a duplicate seed is refused, not merged
+            raise BadInput(f"--seeds: seed {twice} given twice")
         seeds.update(dict.fromkeys(range(lo, hi + 1)))
     return list(seeds)
 

@@ -180,11 +180,14 @@ STUDIES: dict[str, Study] = {
         ("weights_spread.txt",), ("{py} studies/weights_spread.py results/paper > {out}/weights_spread.txt",),
         "~3 CPU-minutes (952 records re-evaluated twice)"),
     "verify_plants": Study(
-        "docs/reproducibility.md, docs/archive.md: planted changes against lysep verify, before and after issues 38 and 47",
-        ("verify_plants.md",), ("{py} studies/verify_plants.py before=BEFORE after=. > {out}/verify_plants.md",
-                                "{py} studies/verify_plants.py --issue47 before=BEFORE47 after=. >> {out}/verify_plants.md"),
-        "a few CPU-minutes", inputs="checkouts of commits 7eba76a (BEFORE: `git worktree add BEFORE 7eba76a`) "
-        "and 71c4bb1 (BEFORE47)"),
+        "docs/reproducibility.md, docs/archive.md: planted changes against lysep verify, before and after issues 38, "
+        "47 and 56",
+        ("verify_plants.md", "verify_plants_56.md"),
+        ("{py} studies/verify_plants.py before=BEFORE after=. > {out}/verify_plants.md",
+         "{py} studies/verify_plants.py --issue47 before=BEFORE47 after=. >> {out}/verify_plants.md",
+         "{py} studies/verify_plants.py --issue56 before=BEFORE56 after=. > {out}/verify_plants_56.md"),
+        "a few CPU-minutes", inputs="checkouts of commits 7eba76a (BEFORE: `git worktree add BEFORE 7eba76a`), "
+        "71c4bb1 (BEFORE47) and b815efc1 (BEFORE56)"),
 }
 
 # files of studies/results/ made by lysep commands or on other machines, not by a module of studies/
@@ -192,6 +195,8 @@ RECORDS: dict[str, str] = {
     "depth200_e10d.md": "docs/lysep-depth.md: `lysep run elliptic-10d-depth ... --iterations 200` (its header)",
     "fixed_tau_probe": "docs/lysep.md: the probe before the step-size study (its README.md)",
     "regen_verify_other_cpu.txt": "docs/reproducibility.md: `lysep verify` of the regeneration on another CPU",
+    "reproducibility_history.md": "docs/reproducibility.md: the measurements and dated narratives behind its rules",
+    "cluster_history.md": "docs/cluster.md: the measurements of the cluster path (pins, cost, workers kept busy)",
 }
 
 

@@ -14,11 +14,20 @@ plants edit a copy of the records of one experiment.  Nothing is rerun: about a 
 data.npz; a broken seal under table and compare; a 3-seed cell x2), made once by this checkout's record
 writer in a copy of elliptic-2d and checked by each version given (about 3 CPU-minutes for two versions).
 
+    python studies/verify_plants.py --issue56 before=/tmp/before56 after=.  > studies/results/verify_plants_56.md
+
+``--issue56``: the plants of issue 56, each consistent with its own weights and resealed, so that neither the
+seal nor the re-evaluation of the saved network sees it: another solver's runs relabelled (pinn-adam's and
+pinn-lbfgs's as PINN's), a cell rerun with other settings whose record names the spec's (PINN, lr x2), LySep's
+J_S halved (in the finals alone; everywhere, consistently), an unverifiable record edited (its fingerprint
+and its l2), a cell's CPU seconds x10, ten extra genuine seeds with the best ten kept, and the identical copy
+(no false alarm); about 4 CPU-minutes for two versions.
+
 Backs: docs/reproducibility.md, docs/archive.md: planted changes against lysep verify, before and after issues
     38 and 47.
 Regenerate: not run by make studies: its inputs are checkouts of commits 7eba76a (BEFORE: `git worktree
-    add BEFORE 7eba76a`) and 71c4bb1 (BEFORE47) -> studies/results/verify_plants.md (studies/run.py holds
-    the commands).
+    add BEFORE 7eba76a`), 71c4bb1 (BEFORE47) and b815efc1 (BEFORE56) -> studies/results/verify_plants.md,
+    verify_plants_56.md (studies/run.py holds the commands).
 Cost: a few CPU-minutes.
 """
 
@@ -352,8 +361,163 @@ def main47(*versions: str, only: str = "") -> None:
               + " | ".join(_needle(o).replace("|", "/") for _, o in outs) + " |")
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 56: plants consistent with their own weights, resealed.
+
+def _relabel(other: str):
+    """Seeds 0-2 of ``other``'s 3x30 cell moved into PINN's, solver and settings set to PINN's (resealed)."""
+    def plant(root, copy):
+        from lysep_cli.store import records
+
+        pinn = records.read_record(_cell_dir(root, "pinn", 30) / "seed-0.json").settings
+        for s in range(3):
+            _reseal(_cell_dir(root, other, 30) / f"seed-{s}.json", copy, solver="pinn", settings=pinn)
+    return plant
+
+
+def _p56_lr_x2(root, copy):
+    """PINN 3x30 seeds 0-2 rerun with lr x2 (a real run), the records' settings set back to the spec's."""
+    import dataclasses
+
+    from lysep_cli import specs
+    from lysep_cli.execution.runner import RunKey, execute
+    from lysep_cli.store import records
+
+    spec = specs.load_specs("experiments.yaml")[E2D]
+    pinn = spec.solvers["pinn"]
+    faster = dataclasses.replace(spec, solvers={**spec.solvers, "pinn": dataclasses.replace(pinn, lr=2 * pinn.lr)})
+    for s in range(3):
+        rec, params = execute(faster, RunKey("pinn", 3, 30, s), spec.iterations)
+        rec = rec.with_(settings=records.read_record(_cell_dir(root, "pinn", 30) / f"seed-{s}.json").settings)
+        for f in records.record_paths(copy, *rec.cell):
+            f.unlink(missing_ok=True)
+        records.write_record(copy, rec, params)
+
+
+def _p56_js_half(everywhere: bool):
+    """LySep 3x30, every seed's J_S x0.5: the final alone, or the history, the final and the bound's largest
+    J / J_S together (consistent)."""
+    def plant(root, copy):
+        from lysep_cli.store import records
+
+        for s in range(10):
+            src = _cell_dir(root, "lysep", 30) / f"seed-{s}.json"
+            rec = records.read_record(src)
+            final = rec.final.__class__(rec.final.J, rec.final.J_S * 0.5, rec.final.l2)
+            if not everywhere:
+                _reseal(src, copy, final=final)
+                continue
+            js = rec.history["J_S"][:1] + [None if x is None else 0.5 * x for x in rec.history["J_S"][1:]]
+            history = {**rec.history, "J_S": js}  # J_S[0] left: it is the seed's
+            bound = {**rec.bound, "max_ratio_J_over_J_S": max(j / s for j, s in zip(rec.history["J"], js))}
+            _reseal(src, copy, history=history, final=final, bound=bound)
+    return plant
+
+
+def _p56_unverified(root, copy):
+    """rfm 2x800 seed 8 (one ulp moves its l2 by 1e-3): its fingerprint's BLAS kernel edited, so that no platform
+    is the one that made it, and its final l2 x0.95 (within 100 x its sensitivity, beyond the 1e-2 cap)."""
+    from lysep_cli.store import records
+
+    src = root / E2D / "rfm" / "L2-M800" / "seed-8.json"
+    rec = records.read_record(src)
+    final = rec.final.__class__(rec.final.J, rec.final.J_S, rec.final.l2 * 0.95)
+    _reseal(src, copy, final=final, versions={**rec.versions, "blas_core": "Zen"})
+
+
+def _p56_seconds_x10(root, copy):
+    from lysep_cli.store import records
+
+    for s in range(10):
+        src = _cell_dir(root, "pinn", 30) / f"seed-{s}.json"
+        rec = records.read_record(src)
+        diagnostics = {**rec.diagnostics, "cpu_seconds": 10 * rec.diagnostics["cpu_seconds"]}
+        _reseal(src, copy, seconds=10 * rec.seconds, diagnostics=diagnostics)
+
+
+def _p56_cherry_picked(root, copy):
+    """rfls 3x30: ten extra genuine seeds (10-19) run, and the ten of the twenty with the smallest l2 kept."""
+    from lysep_cli import specs
+    from lysep_cli.execution.runner import RunKey, execute
+    from lysep_cli.store import records
+
+    spec = specs.load_specs("experiments.yaml")[E2D]
+    for s in range(10, 20):
+        rec, params = execute(spec, RunKey("rfls", 3, 30, s), spec.iterations)
+        records.write_record(copy, rec, params)
+    runs = sorted((records.read_record(p) for p in _cell_dir(copy, "rfls", 30).glob("seed-*.json")),
+                  key=lambda r: r.final.l2)
+    for rec in runs[10:]:
+        for f in records.record_paths(copy, *rec.cell):
+            f.unlink()
+
+
+#: (plant, its function, checks: (label, lysep arguments with COPY and ARCHIVE for the paths, the line's needle))
+PLANTS_56 = [
+    ("identical copy of elliptic-2d (the control)", lambda root, copy: None,
+     [("verify --weights --all", ["verify", E2D, "--weights", "--all", "--results", "COPY"], ""),
+      ("verify --against", ["verify", E2D, "--against", "COPY", "--results", "ARCHIVE"], "")]),
+    ("pinn-adam's seeds 0-2 relabelled PINN (solver, settings; resealed): 3x30", _relabel("pinn-adam"),
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "pinn", "--results", "COPY"], "")]),
+    ("pinn-lbfgs's seeds 0-2 relabelled PINN (solver, settings; resealed): 3x30", _relabel("pinn-lbfgs"),
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "pinn", "--results", "COPY"], "")]),
+    ("PINN 3x30 seeds 0-2 rerun with lr x2, settings set back to the spec's", _p56_lr_x2,
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "pinn", "--results", "COPY"], "")]),
+    ("LySep 3x30: every seed's final J_S x0.5 (history left)", _p56_js_half(False),
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "lysep", "--results", "COPY"], "")]),
+    ("LySep 3x30: every seed's J_S x0.5 everywhere (history after J_S[0], final, bound's J/J_S)", _p56_js_half(True),
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "lysep", "--results", "COPY"], ""),
+      ("verify --against", ["verify", E2D, "--solver", "lysep", "--against", "COPY", "--results", "ARCHIVE"],
+       "L3-M30")]),
+    ("rfm 2x800 seed 8: fingerprint edited (BLAS kernel), final l2 x0.95", _p56_unverified,
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "rfm", "--results", "COPY"],
+       "unverified")]),
+    ("PINN 3x30: every seed's seconds and CPU seconds x10", _p56_seconds_x10,
+     [("verify --weights", ["verify", E2D, "--weights", "--all", "--solver", "pinn", "--results", "COPY"],
+       "flagged")]),
+    ("rfls 3x30: seeds 10-19 run, the best ten of twenty kept", _p56_cherry_picked,
+     [("table", ["table", E2D, "--results", "COPY"], "rfls"),
+      ("compare", ["compare", E2D, "--results", "COPY"], "rfls | J")]),
+]
+
+
+def main56(*versions: str) -> None:
+    """The plants of issue 56, each made once in a copy of elliptic-2d, checked by every version given."""
+    roots = {label: Path(root).resolve() for label, root in (v.split("=", 1) for v in versions)}
+    archive = Path("results/paper").resolve()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        for name, plant, checks in PLANTS_56:
+            copy = Path(tmp_dir) / "copy"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(archive / E2D, copy / E2D)
+            plant(archive, copy)
+            for label, args, needle in checks:
+                args = [str(copy) if a == "COPY" else str(archive) if a == "ARCHIVE" else a for a in args]
+                outs = [_cmd(root, args) for root in roots.values()]
+                rows.append((name, label, [(c, _line(o, needle)) for c, o in outs]))
+    labels = list(roots)
+    print("| plant | check | " + " | ".join(f"{l}: exit" for l in labels) + " | "
+          + " | ".join(f"{l}: line" for l in labels) + " |\n|" + "---|" * (2 + 2 * len(labels)))
+    for name, check, outs in rows:
+        print(f"| {name} | {check} | " + " | ".join(str(c) for c, _ in outs) + " | "
+              + " | ".join(line.replace("|", "/") for _, line in outs) + " |")
+
+
+def _line(output: str, needle: str) -> str:
+    """The first line holding ``needle`` and a verdict (MISMATCH, DIFFERS, ‡...), else :func:`_needle`."""
+    if needle:
+        for key in ("MISMATCH", "DIFFERS", "unverified", "flagged", "‡", "seeds the spec does not ask for", ""):
+            hits = [l for l in output.splitlines() if needle in l and key in l]
+            if hits:
+                return hits[0][:200]
+    return _needle(output)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--issue47"]:
         main47(*sys.argv[2:])
+    elif sys.argv[1:2] == ["--issue56"]:
+        main56(*sys.argv[2:])
     else:
         main(*sys.argv[1:])

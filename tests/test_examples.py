@@ -38,10 +38,15 @@ def test_examples_comparison_shows_our_cells_without_a_published_column():
 
 
 def test_examples_records_verify():
-    """Every saved network gives its record's numbers, and the cheapest run reruns to them."""
-    result = CliRunner().invoke(app, ["verify"] + BASE + ["--sample", "1", "--cheapest"])
+    """Every saved network gives its record's numbers, and the cheapest run reruns to them.  The examples were
+    made on another platform: their ill-conditioned runs cannot be judged here, and say so (issue 56: no
+    silent pass; exit 1 unless --allow-unverified)."""
+    strict = CliRunner().invoke(app, ["verify"] + BASE + ["--sample", "1", "--cheapest"])
+    if "0 made on this platform" in strict.stderr + strict.stdout and "unverified" in strict.stdout:
+        assert strict.exit_code == 1 and "--allow-unverified lets them pass" in strict.stdout, strict.output
+    result = CliRunner().invoke(app, ["verify"] + BASE + ["--sample", "1", "--cheapest", "--allow-unverified"])
     assert result.exit_code == 0, result.output
-    assert "1 of 1 run(s) reproduce the archive" in result.stdout
+    assert "1 of 1 run(s) reproduce the archive" in result.stdout and "MISMATCH" not in result.stdout
 
 
 MAKE_TARGETS = ["outputs", "depth-outputs", "runs", "extras", "depth", "compact", "docs", "regenerate",

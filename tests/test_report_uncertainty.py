@@ -79,7 +79,7 @@ def test_tables_and_compare_print_the_sample_std_of_the_record_files(tmp_path):
     tex = invoke("table", EXP, "--format", "latex", "--iterations", str(ITS), "--results", str(root))
     assert f"{mean:.2e}$\\pm${sample:.2e}" in tex and "sample std" in tex and "$N-1$" in tex
     comp = invoke("compare", EXP, "--iterations", str(ITS), "--results", str(root))
-    assert f"| (3,30) | PINN | J | {mean:.2e} ± {sample:.2e} | 4/10 |" in comp
+    assert f"| (3,30) | PINN | J | {mean:.2e} ± {sample:.2e} | 4/10 ‡ |" in comp  # 4 of the spec's 10 seeds: marked (issue 56)
     assert "sample std" in comp and "N − 1" in comp
 
 

@@ -125,3 +125,15 @@ def test_dry_run_still_refuses_bad_input(tmp_path):
 def test_no_wall_time_is_said_for_a_cluster_or_a_stack():
     cost = est.estimate([RunKey("pinn", 3, 30, 0), RunKey("pinn", 3, 30, 1)], SPECS["elliptic-2d"], 2000, ARCHIVE)
     assert "of wall time 2 at a time" in cost.summary(4) and "wall time" not in cost.summary(None)
+
+
+def test_each_worker_process_adds_its_warm_up_once(tmp_path):
+    """A run's fixed cost (issue 56): the first run of each process pays WARM_UP_SECONDS beyond its rate, so a
+    short run is not estimated at its iterations' share of a 2000-iteration rate alone."""
+    spec = SPECS["elliptic-2d"]
+    todo = [RunKey("rfls", 3, 30, s) for s in range(4)] + [RunKey("pinn", 3, 31, 0)]  # pinn 3x31: no rate
+    cost = est.estimate(todo, spec, 20, tmp_path / "empty")
+    assert cost.total_cpu_seconds(1) == pytest.approx(cost.cpu_seconds + est.WARM_UP_SECONDS)
+    assert cost.total_cpu_seconds(2) == pytest.approx(cost.cpu_seconds + 2 * est.WARM_UP_SECONDS)
+    assert cost.total_cpu_seconds(16) == pytest.approx(cost.cpu_seconds + 4 * est.WARM_UP_SECONDS)  # 4 rated runs
+    assert f"{est.duration(cost.total_cpu_seconds(1))} of CPU time for 4 run(s)" in cost.summary(1)

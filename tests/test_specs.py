@@ -159,7 +159,10 @@ def test_selectors(tmp_path):
     assert parse_seeds(None, spec) == [0, 1]
     assert parse_seeds("0-9", spec) == list(range(10))
     assert parse_seeds("0,3,5", spec) == [0, 3, 5]
-    assert parse_seeds("0-2,7,1", spec) == [0, 1, 2, 7]
+    assert parse_seeds("0-2,7", spec) == [0, 1, 2, 7]
+    for twice in ("0-2,7,1", "0,0", "3-5,4-6"):  # refused as the experiments file refuses them (issue 56)
+        with pytest.raises(BadInput, match="--seeds: seed [0-9]+ given twice"):
+            parse_seeds(twice, spec)
     for bad in ("5-2", "-1", "a", "1-", "0,,1", "", " ", "0-100000000", "٣", "０-９"):
         with pytest.raises(BadInput, match="--seeds"):
             parse_seeds(bad, spec)

@@ -131,16 +131,20 @@ def test_a_weight_altered_by_1e_6_and_resealed_fails_without_training(archive, t
         assert "MISMATCH  elliptic-2d pinn L3-M6 seed 1: weights" in r.output
 
 
-def test_cheapest_picks_the_fastest_recorded_runs(archive, tmp_path):
+def test_cheapest_is_chosen_by_the_cell_not_the_recorded_seconds(archive, tmp_path):
+    """Issue 56: a record's seconds (which an edit can move) do not change which run --cheapest reruns."""
     config, results = archive
     import shutil
 
     copy = tmp_path / "results"
     shutil.copytree(results, copy)
+    picked = _verify(config, results, "--sample", "1", "--cheapest")
     _edit(_record(copy, 0), lambda o: o.__setitem__("seconds", 1e6))
     r = _verify(config, copy, "--sample", "1", "--cheapest")
     assert r.exit_code == 0, r.output
-    assert "seed 1" in r.output and "seed 0" not in r.output
+    rerun = [line for line in r.output.splitlines() if line.startswith("ok ") and "bit-identical" in line]
+    assert rerun == [line for line in picked.output.splitlines() if line.startswith("ok ") and "bit-identical" in line]
+    assert len(rerun) == 1
 
 
 def test_random_sample_is_fixed_by_the_seed(archive):

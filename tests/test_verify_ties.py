@@ -267,7 +267,7 @@ def test_reruns_start_with_the_ties(archive, tmp_path):
     _replant(results, "pinn", 7, copy, seed=3)
     r = _verify(config, copy, "--sample", "1", "--cheapest")
     assert r.exit_code == 1, r.output
-    assert "ties: 2 record(s) not tied to their seed, size, length or cell" in r.output
+    assert "ties: 2 record(s) not tied to their seed, size, length, solver and settings, or cell" in r.output
     r = _verify(config, results, "--sample", "1", "--cheapest")
     assert r.exit_code == 0 and "ties: every record's first J" in r.output, r.output
 

@@ -24,6 +24,12 @@ start with such a worker or with one on another platform than its own (:meth:`Se
 record made on another platform than the client's is not written (lysep_cli/execution/runner.py): one
 results directory never mixes platforms silently.
 
+Who may use the cluster: dask ships pickled functions, so whoever reaches a scheduler's port can run code on
+every worker.  A ``local`` cluster binds its scheduler, workers and dashboard to the loopback interface;
+a remote scheduler should be a ``tls://`` one, with the certificates given by ``--tls-ca-file``,
+``--tls-cert`` and ``--tls-key`` (:class:`TLSFiles`) or by dask's configuration
+(``distributed.comm.tls.*``), and then a client without a certificate its CA signed is refused.
+
 dask.distributed is the optional extra ``lysep[dask]`` (installed by ``make install``); it is imported
 only when a scheduler is actually used.  See docs/cluster.md.
 """
@@ -63,6 +69,8 @@ CONNECT_TIMEOUT = 10.0
 PIN_HINT = "start the workers with `dask worker --preload lysep_cli.platform_pin ...` (docs/cluster.md)"
 PROGRESS_EVERY = 1.0  # seconds between a worker's progress events for one run
 DASHBOARD_PORT = 8787
+#: where a ``local`` cluster listens: this machine only (dask would bind every interface)
+LOOPBACK = "127.0.0.1"
 
 
 class ClusterError(ValueError):
@@ -83,6 +91,8 @@ class Target:
     address: str | None = None
     local_workers: int | None = None
     local_default: bool = False  # a bare ``local``: one worker per core, or per GPU with --device cuda
+    tls: "TLSFiles | None" = None
+    """the client's certificates for a tls:// scheduler (None: dask's configuration, if any)"""
 
     def describe(self) -> str:
         return self.address if self.address is not None else f"local:{self.local_workers}"
@@ -92,6 +102,48 @@ class Target:
         if self.local_default and device == "cuda":
             return Target(local_workers=max(1, backend.gpu_count()))
         return self
+
+    def with_tls(self, tls: "TLSFiles | None") -> "Target":
+        """This target with the client's certificates; ClusterError unless it is a tls:// scheduler."""
+        if tls is None:
+            return self
+        if self.address is None or not self.address.startswith("tls://"):
+            raise ClusterError(f"--tls-ca-file, --tls-cert and --tls-key go with a tls:// scheduler, not "
+                               f"{self.describe()}")
+        return Target(self.address, tls=tls)
+
+
+# ---------------------------------------------------------------------------------------------
+# Who may use it: TLS.
+
+@dataclass(frozen=True)
+class TLSFiles:
+    """A client's TLS material for a ``tls://`` scheduler: the CA that signed the cluster's certificates,
+    and this client's certificate and key (PEM files; the key may be in the certificate file)."""
+
+    ca_file: Path
+    cert: Path
+    key: Path | None = None
+
+    @classmethod
+    def of(cls, ca_file: Path | None, cert: Path | None, key: Path | None) -> "TLSFiles | None":
+        """The options as given (None when none is); ClusterError for a partial set or an unreadable file."""
+        if ca_file is None and cert is None and key is None:
+            return None
+        if ca_file is None or cert is None:
+            raise ClusterError("TLS needs --tls-ca-file and --tls-cert (and --tls-key unless the certificate "
+                               "file holds the key)")
+        for option, path in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)):
+            if path is not None and not (path.is_file() and os.access(path, os.R_OK)):
+                raise ClusterError(f"{option} {path}: not a readable file")
+        return cls(ca_file, cert, key)
+
+    def security(self) -> Any:
+        """The ``distributed.Security`` of a client that requires encryption."""
+        distributed = _import_distributed()
+        return distributed.Security(tls_ca_file=str(self.ca_file), tls_client_cert=str(self.cert),
+                                    tls_client_key=None if self.key is None else str(self.key),
+                                    require_encryption=True)
 
 
 def default_workers() -> int:
@@ -328,8 +380,8 @@ class Session:
             if target.local_workers is not None:
                 with _workers_ignore_sigint():
                     local = distributed.LocalCluster(
-                        n_workers=target.local_workers, threads_per_worker=1, processes=True,
-                        dashboard_address=f":{DASHBOARD_PORT}", silence_logs=logging.ERROR)
+                        n_workers=target.local_workers, threads_per_worker=1, processes=True, host=LOOPBACK,
+                        dashboard_address=f"{LOOPBACK}:{DASHBOARD_PORT}", silence_logs=logging.ERROR)
                 client = distributed.Client(local, timeout=timeout, set_as_default=False)
                 if device != "cpu":
                     from lysep_cli.execution.local_share import LocalShare
@@ -337,11 +389,18 @@ class Session:
                     gpus = backend.gpu_count() if device == "cuda" else 0
                     client.register_plugin(LocalShare(target.local_workers, gpus, default_workers()))
             else:
-                client = distributed.Client(target.address, timeout=timeout, set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as exc:
+                security = None if target.tls is None else target.tls.security()
+                client = distributed.Client(target.address, timeout=timeout, set_as_default=False,
+                                            **({} if security is None else {"security": security}))
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
             if local is not None:
                 local.close()
             detail = " ".join(str(exc).split()) or type(exc).__name__
+            if isinstance(exc, TypeError) and "ssl" in detail.lower():  # tls:// with no certificate at all
+                detail = ("a tls:// scheduler needs this client's certificates: --tls-ca-file, --tls-cert "
+                          "(--tls-key), or dask's distributed.comm.tls configuration (docs/cluster.md)")
+            elif isinstance(exc, TypeError):
+                raise
             raise ClusterError(f"cannot reach the dask scheduler at {target.describe()}: {detail}") from None
         session = cls(client, target, local, device)
         try:

@@ -8,6 +8,11 @@ solver, (L, M), n_train, n_test and settings, under the run's ``--results`` firs
 archive ``results/paper``.  A run to do costs its cell's rate times the iterations it will do
 (``history_length(iterations) - 1`` of its solver's settings: ``iterations``, or one solve, or LM's cap).
 
+A run's fixed cost: the first run of each worker process pays :data:`WARM_UP_SECONDS` more than the others
+(numba's cached kernels loaded, NumPy's and SciPy's first calls: 0.51 s measured for an rfls and a PINN run of
+elliptic-2d, whose later runs took 0.004-0.05 s), which a 2000-iteration rate hides and a short run does
+not; the total adds it once per process that runs (``--jobs``, at most one per run).
+
 A cell with no such record has no rate: the estimate says so and leaves its runs out of the total (it
 never guesses from other cells).  How close the estimate comes: benchmarks/estimate_check.py (a seed of
 each archive cell left out and predicted from the others; docs/running.md).
@@ -29,6 +34,8 @@ from lysep_cli.store.schema import RunRecord, jsonable
 ARCHIVE = Path(__file__).resolve().parents[2] / "results" / "paper"
 
 Cell = tuple[str, int, int]
+#: CPU seconds the first run of a worker process takes beyond its rate (module docstring; measured)
+WARM_UP_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,13 @@ class Estimate:
     def unrated(self) -> list[CellCost]:
         return [c for c in self.cells if c.rate is None]
 
+    def total_cpu_seconds(self, jobs: int | None = 1) -> float:
+        """CPU seconds of the rated runs, with the warm-up of each worker process that runs them (``jobs``
+        processes at most one per run; None: one, a stack or a cluster's worker counted once)."""
+        rated = self.runs - sum(c.runs for c in self.unrated)
+        processes = min(jobs or 1, rated)
+        return self.cpu_seconds + WARM_UP_SECONDS * processes
+
     def summary(self, jobs: int | None = 1) -> str:
         """One line: the runs' CPU time, the wall time at ``jobs`` at a time (None: not said, e.g. for a
         cluster's workers or a stack on a device), the runs with no rate."""
@@ -89,11 +103,12 @@ class Estimate:
         if rated:
             at_once = None if jobs is None else max(1, min(jobs, rated))
             used = sorted({str(c.rate.source) for c in self.cells if c.rate is not None})
-            wall = ("" if at_once is None else f", about {duration(self.cpu_seconds / at_once)} of wall time "
+            total = self.total_cpu_seconds(jobs)
+            wall = ("" if at_once is None else f", about {duration(total / at_once)} of wall time "
                     f"{at_once} at a time on an idle machine")
-            parts.append(f"{duration(self.cpu_seconds)} of CPU time for {'the ' if rated == self.runs else ''}"
+            parts.append(f"{duration(total)} of CPU time for {'the ' if rated == self.runs else ''}"
                          f"{rated} run(s){wall} (the CPU time per iteration of their cells' records under "
-                         f"{' and '.join(used)})")
+                         f"{' and '.join(used)}, and {WARM_UP_SECONDS:g} s of warm-up per worker process)")
         if self.unrated:
             cells = ", ".join(f"{c.solver} {c.L}x{c.M}" for c in self.unrated[:4]) + (
                 ", ..." if len(self.unrated) > 4 else "")

@@ -2,8 +2,9 @@
 
 What the paper reports is a cell's mean and spread over its seeds, so that is what a reproduction on
 another platform, a user's own rerun or an archive made with new kernels must match.  Per cell, with
-a = the reference runs and b = the compared runs, and per quantity q in {final J, final l2}, one of three
-modes (docs/reproducibility.md, "the cell rule"):
+a = the reference runs and b = the compared runs, and per quantity q in {final J, final l2} (and final J_S,
+the loss LySep minimises and the tables' "Actual loss", where both sides record one: :func:`quantities`), one
+of three modes (docs/reproducibility.md, "the cell rule"):
 
 per-seed bound (``SEED_BOUND_SOLVERS``, both sides the same seeds)
     Solvers whose runs stay within round-off (PINN, rfls: 1.3e-4 at most between two code versions and
@@ -392,8 +393,16 @@ def split_alarm_rate(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]],
     return float(np.mean(fired))
 
 
+def quantities(a: Sequence[RunRecord], b: Sequence[RunRecord]) -> tuple[str, ...]:
+    """The quantities a cell is judged on: J and l2, and J_S when a run on either side records one (LySep):
+    a J_S halved in every seed moves the table's "Actual loss" and must fail the cell as J would."""
+    has_js = any(r.final.J_S is not None for r in (*a, *b))
+    return QUANTITIES + (("J_S",) if has_js else ())
+
+
 def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> CellComparison:
     """The rule on one cell (module docstring); ``a``, ``b`` in seed order (:func:`by_cell`)."""
+    qs = quantities(a, b)
     seeds_a, seeds_b = [r.seed for r in a], [r.seed for r in b]
     same = seeds_a == seeds_b
     mode = mode_of(cell[1], same)
@@ -403,7 +412,7 @@ def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> 
         partial.append("missing seed(s): " + "; ".join(
             f"{', '.join(map(str, s))} only on the {side} side" for s, side in ((only_a, "reference"),
                                                                                  (only_b, "other")) if s))
-    identical = same and all(_values(a, q) == _values(b, q) for q in QUANTITIES)
+    identical = same and all(_values(a, q) == _values(b, q) for q in qs)
     small: list[str] = []
     if too_few(mode, len(a), len(b)) and not identical:  # bit-identical seeds need no test
         need = MIN_PAIRED if mode == "paired" else MIN_UNPAIRED
@@ -411,18 +420,18 @@ def compare_cell(cell: Cell, a: Sequence[RunRecord], b: Sequence[RunRecord]) -> 
         if mode == "paired":  # deterministic per seed: each seed judged on its own
             text += (f"; judged seed by seed instead (differs when every seed's J or l2 moves "
                      f"x{SMALL_CELL_FACTOR:g} or more the same way)")
-            for q in QUANTITIES:
+            for q in qs:
                 hit, ratios = seed_by_seed(np.array([_values(a, q)]), np.array([_values(b, q)]))
                 if hit[0]:
                     small.append(f"seed by seed ({len(a)} seed(s), too few for the signed-rank test): every "
                                  f"seed's {q} moved the same way, " + ", ".join(
                                      f"seed {s} x{x:.3g}" for s, x in zip(seeds_a, ratios[0])))
         partial.append(text)
-    tests = tuple(compare_quantity(_values(a, q), _values(b, q), q, mode, seeds_a) for q in QUANTITIES)
+    tests = tuple(compare_quantity(_values(a, q), _values(b, q), q, mode, seeds_a) for q in qs)
     comparison = CellComparison(cell, len(a), len(b), tests, same, _moved_seeds(a, b), mode=mode,
                                 partial=tuple(partial), small=tuple(small))
     if comparison.verdict == "DIFFERS":
-        live = [q for q, t in zip(QUANTITIES, tests) if math.isfinite(t.gm_a)]  # quantities with values
+        live = [q for q, t in zip(qs, tests) if math.isfinite(t.gm_a)]  # quantities with values
         comparison = replace(comparison, split_alarms=split_alarm_rate([_values(a, q) for q in live],
                                                                       [_values(b, q) for q in live]))
     return comparison

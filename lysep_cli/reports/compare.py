@@ -351,11 +351,15 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
 
         in_paper = exp in published()
         rows = []
+        short = False
         for c in cells.itertuples(index=False):
             has_paper = c.paper_seeds is not None and not pd.isna(c.paper_seeds)
             n = f"{c.n_seeds}/{int(c.paper_seeds)}" if has_paper else f"{c.n_seeds}"
             if c.n_diverged:
                 n += f" (+{c.n_diverged} diverged)"
+            if selection.missing_seeds(exp, c.solver, int(c.n_seeds) + int(c.n_diverged)):
+                n += "$^{\\ddagger}$" if f.latex else " ‡"  # whatever the paper's count: the spec asked for them
+                short = True
             ours = f.pm(c.ours_mean, c.ours_std) if c.n_seeds else f"{f.dash()} (0 seeds)"
             paper = [f.pm(c.paper_mean, c.paper_std), _ratio(c.ratio, c.ratio_lo, c.ratio_hi),
                      _verdict(c.within_3x)] if in_paper else []
@@ -368,6 +372,9 @@ def render_comparison(selection: Selection, experiments: list[str], fmt: str) ->
                 ["Paper", f.text(interval), f"${CLOSE:g}\\times$"] if in_paper else [])
         out += f.table(header, rows, "llcrcrrc"[:len(header)]) if rows else [f.text("(no cells)")]
         out.append("")
+        if short:
+            out += [("$^{\\ddagger}$" if f.latex else "‡") + f.text(" fewer runs than the seeds the spec asks for "
+                                                                     "(lysep status names the missing seeds)."), ""]
 
         v = comp.verdicts[comp.verdicts.experiment == exp]
         if len(v):

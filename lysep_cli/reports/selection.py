@@ -28,7 +28,7 @@ import pandas as pd
 import yaml
 
 from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.solvers import PAPER_SOLVERS
+from lysep_cli.solvers import PAPER_SOLVERS, seeds_of
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store.layout import RunPath
 from lysep_cli.store.records import Loaded, load_records
@@ -130,6 +130,9 @@ class Selection:
     invalid : experiment -> number of record files that did not parse or validate.
     left_out : (record, how it differs from the spec) of every valid record left out (``lysep verify``
         names each).
+    extra_seeds : records made as the spec asks but of a seed it does not ask for (``seeds_of(solver,
+        spec.seeds)``): left out of every table and comparison, and named in its note, so that a cell is
+        never the best ten of more seeds; ``lysep verify`` checks them with the others.
     """
 
     records: list[RunRecord] = field(default_factory=list)
@@ -138,6 +141,13 @@ class Selection:
     excluded_iterations: dict[str, Counter] = field(default_factory=dict)
     invalid: dict[str, int] = field(default_factory=dict)
     left_out: list[tuple[RunRecord, str]] = field(default_factory=list)
+    extra_seeds: list[RunRecord] = field(default_factory=list)
+    requested: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(experiment, solver) -> how many seeds its spec asks for (``seeds_of``)"""
+
+    def missing_seeds(self, experiment: str, solver: str, n_runs: int) -> int:
+        """How many of the spec's seeds a cell of ``n_runs`` runs (diverged ones included) lacks."""
+        return max(self.requested.get((experiment, solver), n_runs) - n_runs, 0)
 
     def of(self, experiment: str) -> list[RunRecord]:
         return [r for r in self.records if r.experiment == experiment]
@@ -147,6 +157,14 @@ class Selection:
         parts = [f"{n} with {REASONS[why]}" for why, n in sorted(self.excluded.get(experiment, Counter()).items())]
         total = sum(self.excluded.get(experiment, Counter()).values())
         text = f"{total} run record(s) that do not match the spec ({', '.join(parts)})" if total else ""
+        extra = [r for r in self.extra_seeds if r.experiment == experiment]
+        if extra:
+            cells: dict[tuple[str, int, int], list[int]] = {}
+            for r in extra:
+                cells.setdefault((r.solver, r.L, r.M), []).append(r.seed)
+            named = "; ".join(f"{s} L{L}-M{M} seed(s) {', '.join(map(str, sorted(seeds)))}"
+                              for (s, L, M), seeds in sorted(cells.items()))
+            text += ("; " if text else "") + f"{len(extra)} run(s) of seeds the spec does not ask for ({named})"
         bad = self.invalid.get(experiment, 0)
         if bad:
             text += ("; " if text else "") + f"{bad} invalid record file(s) (see the warnings)"
@@ -171,6 +189,7 @@ def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None =
         sel.iterations[spec.name] = spec.iterations if iterations is None else iterations
         sel.excluded[spec.name] = Counter()
         sel.excluded_iterations[spec.name] = Counter()
+        sel.requested.update({(spec.name, name): len(seeds_of(name, spec.seeds)) for name in spec.solvers})
         sha = experiment_data(spec).sha256
         wanted[spec.name] = {name: expected(spec, name, sel.iterations[spec.name], sha) for name in spec.solvers}
     for rec in loaded.records:
@@ -183,6 +202,8 @@ def select(loaded: Loaded, specs: list[ExperimentSpec], iterations: int | None =
             sel.left_out.append((rec, REASONS["solver"] if want is None else describe_difference(rec, want)))
             if why == ["iterations"]:
                 sel.excluded_iterations[rec.experiment][rec.iterations] += 1
+        elif rec.seed not in seeds_of(rec.solver, by_name[rec.experiment].seeds):
+            sel.extra_seeds.append(rec)
         else:
             sel.records.append(rec)
     for path, _ in loaded.problems:

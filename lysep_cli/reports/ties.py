@@ -13,11 +13,26 @@ seed
     :data:`SEED_TOLERANCE` (bit-identical on the archive: measured, docs/archive.md).  A record whose
     first values are another seed's is named with that seed (a copy or a swap).  Seed-free solvers
     (poly) have nothing to tie.
+solver and settings
+    The first :data:`TIE_ITERATIONS` iterations of the run are recomputed from the seed and the record's
+    own settings and iterations, by the solver's own ``solve`` (the registry, :func:`lysep_cli.solvers.solver_def`;
+    it is stopped through its ``progress`` callback: a handful of steps), and must give the history's
+    J[1..TIE_ITERATIONS] within :data:`SEED_TOLERANCE` (on another platform: within the run's round-off,
+    ``max(SEED_TOLERANCE, kappa * eps)``).  J[0] is the same for every solver of a seed; J[1] is not: another
+    solver's run relabelled, settings edited (a learning rate x2), another experiment's or another seed's run
+    fail here.  One-shot solvers (rfls, rfm, poly: a closed form, the whole run a solve) are recomputed whole,
+    their history (and LySep's J_S, when a short run ends) compared entry by entry.
 size
     The saved network's shapes are those of (L, M, n_in): W_1 (M, n_in), W_l (M, M), W_L (1, M).
 length
     A finished run's history holds ``Settings.history_length(iterations)`` entries, a diverged one
     ``diverged_at + 1``; ``iterations_done`` is at most the history's last index and the iterations asked.
+bound (LySep)
+    The consistency bound of Theorems 2.1 / 3.1 / 3.3, J <= factor * C * J_S: the record's factor must be the
+    theorem's for its PDE, dimension and depth, its final J_S the last of its history, its violations and
+    largest J / J_S those of its history, and its final J within the bound unless that iterate is counted a
+    violation.  A J_S edited alone fails here; one halved consistently in the history, the finals and the
+    bound's figures passes, and only the cell rule (which compares J_S) or a rerun can catch it.
 cell
     Two records of one cell with the same weights file or the same history J are copies.
 """
@@ -28,13 +43,13 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lysep_cli.numerics import network
-from lysep_cli.numerics.dataset import TrainingData, experiment_data
+from lysep_cli.numerics.dataset import TrainingData, experiment_data, problem_of
 from lysep_cli.numerics.network import Params
 from lysep_cli.solvers import rfm, solver_def
 from lysep_cli.solvers.base import initial_network
@@ -49,6 +64,13 @@ from lysep_cli.store.schema import RunRecord
 #: but rfls (4e-16: its J[0] is summed through the least-squares matrix); two seeds' J[0] of one cell differ
 #: by 1.8e-4 at least (the closest pair of the archive's 956 records: elliptic-2d LySep (3,30) seeds 2 and 3)
 SEED_TOLERANCE = 1e-9
+#: iterations recomputed per run to tie it to its solver and settings (J[1], J[2]; one-shot solvers: the whole run)
+TIE_ITERATIONS = 2
+
+
+class _Enough(KeyboardInterrupt):
+    """Raised by the progress callback once the tie's iterations are made: the solver contract lets a
+    KeyboardInterrupt from ``progress`` through (lysep_cli/solvers/base.py), and nothing is written."""
 
 
 def seeded_network(record: RunRecord, n_in: int, seed: int) -> Params:
@@ -119,6 +141,56 @@ class Ties:
                 return text
         return None
 
+    def first_iterations(self, record: RunRecord) -> dict[str, list[float | None]]:
+        """The history series of the first :data:`TIE_ITERATIONS` iterations of the run ``record`` names (its
+        solver, settings, iterations, size and seed), by the solver's own code: {"J": [J_1, ..]} from its
+        progress callback, or every series of the whole run when it ends first (one-shot solvers, a run that
+        stalls, diverges or stops); a run that raises FloatingPointError at its start (diverged at 0): {}."""
+        sdef = solver_def(record.solver)
+        settings = sdef.Settings.coerce(record.settings)
+        train, n_in = self.training(record.experiment)
+        params0 = initial_network(settings, n_in, record.L, record.M, record.seed)
+        seen: list[float] = []
+
+        def progress(k: int, J: float) -> None:
+            seen.append(float(J))
+            if len(seen) >= TIE_ITERATIONS:
+                raise _Enough
+
+        with threadpool_limits(limits=1), np.errstate(all="ignore"):
+            try:
+                result = sdef.solve(problem_of(self.specs[record.experiment]), train, params0, settings,
+                                    record.iterations, progress)
+            except _Enough:
+                return {"J": [None, *seen]}  # J[0]: the seed's, checked by seed_problem
+            except FloatingPointError:
+                return {}
+        return {k: [x if x is None or math.isfinite(x) else None for x in v]
+                for k, v in result.history.items() if v is not None}
+
+    def iteration_problem(self, record: RunRecord, tol: float, entries: int | None = None) -> str | None:
+        """Why the record's history does not begin as its solver, with its settings, makes it from its seed
+        (None when it does, within relative ``tol``, on its first ``entries`` entries, all made when None):
+        another solver's run, other settings, another run."""
+        if record.status != "ok" and record.diverged_at == 0:
+            return None  # nothing after the starting point
+        made = self.first_iterations(record)
+        if not made:
+            return (f"its solver with its settings diverges at its start from seed {record.seed}, its history "
+                    "does not")
+        for name, series in sorted(made.items()):
+            have = record.history.get(name) or []
+            for k, value in enumerate(series[:entries]):
+                if value is None and k == 0 and name == "J":
+                    continue
+                if k >= len(have):
+                    break  # a shorter history: length_problem names it
+                if (value is None) != (have[k] is None) or (value is not None and _rel(value, have[k]) > tol):
+                    return (f"history {name}[{k}] {have[k]!r} is not what {record.solver} with its recorded "
+                            f"settings makes from seed {record.seed} ({value!r}): another solver's run, other "
+                            "settings or another run")
+        return None
+
     def _owner(self, record: RunRecord, name: str, first: float | None, others: Sequence[RunRecord]) -> int | None:
         """The seed among the cell's other records whose first value ``name`` is ``first``."""
         for seed in sorted({r.seed for r in others if r.seed != record.seed}):
@@ -160,6 +232,38 @@ def length_problem(record: RunRecord) -> str | None:
     return None
 
 
+def bound_problem(record: RunRecord) -> str | None:
+    """Why the record's bound figures (LySep: ``record.bound``) do not follow from its PDE, size and history
+    (None when they do, or when the record has no bound)."""
+    from lysep_cli.numerics.activation import SIGMA
+    from lysep_cli.solvers.lysep.algorithm import bound_factor
+    from lysep_cli.solvers.lysep.weights import theorem_constant
+
+    b, J, J_S = record.bound, record.history.get("J") or [], record.history.get("J_S") or []
+    if not b or not J_S or len(J) != len(J_S):
+        return None
+    theorem = bound_factor(record.pde, record.d)
+    constants = {theorem_constant(record.L, *SIGMA.constants, second=second) for second in (True, False)}
+    if b.get("theorem_factor") != theorem or b.get("C") not in constants or b.get("factor") != theorem * b["C"]:
+        return (f"bound factor {b.get('factor')!r} (C {b.get('C')!r}) is not Theorem's {theorem:g} x C_L for "
+                f"{record.pde} d={record.d}, L={record.L}")
+    if record.ok and record.final.J_S != J_S[-1]:
+        return f"final J_S {record.final.J_S!r} is not its history's last J_S {J_S[-1]!r}"
+    pairs = [(j, s) for j, s in zip(J[1:], J_S[1:]) if j is not None and s is not None]
+    violations = sum(j > b["factor"] * s for j, s in pairs)
+    if record.ok and b.get("violations") != violations:
+        return f"bound violations {b.get('violations')!r}, its history has {violations} (J > factor x J_S)"
+    ratios = [j / s if s > 0 else math.inf for j, s in [(J[0], J_S[0]), *pairs] if j is not None and s is not None]
+    if record.ok and ratios and b.get("max_ratio_J_over_J_S") != max(ratios):
+        return (f"bound's largest J / J_S {b.get('max_ratio_J_over_J_S')!r} is not its history's "
+                f"{max(ratios)!r}")
+    Jf, Sf = record.final.J, record.final.J_S
+    if record.ok and Jf is not None and Sf is not None and Jf > b["factor"] * Sf and not (
+            pairs and pairs[-1][0] > b["factor"] * pairs[-1][1]):
+        return f"final J {Jf!r} > factor x J_S = {b['factor'] * Sf!r}, and its last iterate is no violation"
+    return None
+
+
 def copies(pool: list[RunRecord]) -> list[tuple[RunRecord, RunRecord, str]]:
     """(record, the earlier seed it copies, what is the same) for the records of one cell with the same
     weights file or the same history J as another seed's."""
@@ -184,25 +288,37 @@ def label(record: RunRecord) -> str:
     return f"{record.experiment} {record.solver} L{record.L}-M{record.M} seed {record.seed}"
 
 
-def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path) -> list[str]:
-    """One MISMATCH line per record of ``pool`` (under ``results``) not tied to its seed, size or length,
-    or a copy of another seed of its cell (:mod:`module docstring <lysep_cli.reports.ties>`)."""
+def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path,
+                 tolerance: Callable[[RunRecord], tuple[float, int | None] | None] = lambda r: (SEED_TOLERANCE, None)
+                 ) -> tuple[list[str], list[RunRecord]]:
+    """One MISMATCH line per record of ``pool`` (under ``results``) not tied to its seed, size, length,
+    solver and settings, or a copy of another seed of its cell (:mod:`module docstring
+    <lysep_cli.reports.ties>`); and the records whose first iterations differ from their recomputation while
+    no tolerance can judge them here (``tolerance``: (relative tolerance, history entries compared: None for
+    all made), or None: an ill-conditioned run made on another platform, which passes only when its first
+    iterations agree within :data:`SEED_TOLERANCE` and is unverified otherwise)."""
     ties = Ties(specs)
     cells: dict[tuple, list[RunRecord]] = defaultdict(list)
     for r in pool:
         cells[r.cell[:4]].append(r)
-    lines, named = [], set()
+    lines, named, untied = [], set(), []
     for r in sorted(pool, key=lambda r: r.cell):
         if r.experiment not in specs:
             continue
         _, npz = records.record_paths(results, *r.cell)
         why = length_problem(r) or shape_problem(r, records.load_params(npz), ties.training(r.experiment)[1])
         if why is None:
-            why = ties.seed_problem(r, cells[r.cell[:4]])
+            why = bound_problem(r) or ties.seed_problem(r, cells[r.cell[:4]])
+        if why is None:
+            rule = tolerance(r)
+            if rule is not None:
+                why = ties.iteration_problem(r, *rule)
+            elif ties.iteration_problem(r, SEED_TOLERANCE) is not None:
+                untied.append(r)  # beyond round-off, but no tolerance can say how far round-off goes here
         if why is not None:
             lines.append(f"{'MISMATCH':<9} {label(r)}: {why}")
             named.add(r.cell)
     for r, first, what in copies(pool):  # one line a run: a copy named above already is not named again
         if r.cell not in named:
             lines.append(f"{'MISMATCH':<9} {label(r)}: the same {what} as seed {first.seed} of its cell (a copy)")
-    return lines
+    return lines, untied

@@ -188,13 +188,62 @@ class Check:
         return text
 
 
+def nominal_cost(record: RunRecord) -> float:
+    """What a rerun of ``record`` costs by its cell alone, in arbitrary units (never its recorded seconds,
+    which a record could misstate): n_train x the network's parameters x the iterations its history holds (a
+    diverged run stops early, and so does its rerun; the history's length is tied), and a one-shot solver's
+    one least-squares solve as n_train x M^2."""
+    n_in = record.d + (record.pde != "elliptic")
+    parameters = n_in * record.M + record.M + (record.L - 2) * (record.M ** 2 + record.M) + record.M + 1
+    try:
+        one_shot = solver_def(record.solver).Settings.coerce(record.settings).history_length(record.iterations) <= 2
+    except (ValueError, TypeError):
+        one_shot = False
+    steps = max(len(record.history["J"]) - 1, 1)
+    return float(record.n_train) * (record.M ** 2 if one_shot else parameters * steps)
+
+
+#: recorded CPU seconds beyond this factor either way of what its size and iterations predict are flagged
+TIMING_BAND = 10.0
+#: ... when they also differ from the prediction by more than this (a 0.01 s run's fixed costs are not a forgery)
+TIMING_FLOOR = 1.0
+
+
+def timing_flags(pool: list[RunRecord]) -> list[str]:
+    """One "flagged" line per record whose recorded CPU seconds are outside :data:`TIMING_BAND` either way (and
+    :data:`TIMING_FLOOR` seconds) of what :func:`nominal_cost` predicts at the median rate (CPU seconds per
+    unit) of the runs of its experiment and solver in ``pool``: a time edited x10 (it moves compare's
+    "s / run", ``--dry-run`` estimates and status) shows; a flag, not a failure (a loaded machine also slows
+    a run).  0 flags on the committed archives (results/paper, results/harder*)."""
+    rates: dict[tuple[str, str], list[float]] = {}
+    for r in pool:
+        rates.setdefault((r.experiment, r.solver), []).append(_cpu(r) / nominal_cost(r))
+    out = []
+    for r in pool:
+        group = rates[(r.experiment, r.solver)]
+        if len(group) < 2:
+            continue
+        predicted = nominal_cost(r) * float(np.median(group))
+        ratio = _cpu(r) / predicted
+        if not 1 / TIMING_BAND <= ratio <= TIMING_BAND and abs(_cpu(r) - predicted) > TIMING_FLOOR:
+            out.append(f"{'flagged':<9} {ties.label(r)}: recorded CPU {_cpu(r):.3g} s is x{ratio:.3g} what its size "
+                       f"and iterations predict at the median rate of its experiment's {r.solver} runs "
+                       f"(band x{TIMING_BAND:g} either way)")
+    return out
+
+
+def _cpu(record: RunRecord) -> float:
+    cpu = record.diagnostics.get("cpu_seconds")
+    return float(cpu) if isinstance(cpu, (int, float)) and cpu > 0 else max(float(record.seconds), 1e-9)
+
+
 def choose(candidates: list[RunRecord], sample: int | None, seed: int, cheapest: bool) -> list[RunRecord]:
-    """``sample`` runs (all when None): the cheapest by recorded seconds, or a random sample drawn with
+    """``sample`` runs (all when None): the cheapest by :func:`nominal_cost`, or a random sample drawn with
     ``seed``; returned in cell order."""
     if sample is None or sample >= len(candidates):
         return list(candidates)
     if cheapest:
-        picked = sorted(candidates, key=lambda r: (r.seconds, r.cell))[:sample]
+        picked = sorted(candidates, key=lambda r: (nominal_cost(r), r.cell))[:sample]
     else:
         idx = np.random.default_rng(seed).choice(len(candidates), size=sample, replace=False)
         picked = [candidates[i] for i in idx]
@@ -414,29 +463,56 @@ def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
         if line is not None:
             echo(line)
             bad += 1
+    sealed = []  # a record whose seal is broken is named once, by its seal, and not tied
     for rec in pool:
         exact = level == "exact" or (level == "auto" and same_platform(rec.versions, here))
         check = reevaluate(specs[rec.experiment], rec, results, exact, data[rec.experiment])
+        sealed += [rec] if check.level != "seal" else []
         bad += not check.ok
         unverified += check.unverified
         exact_n += exact
         worst = max(worst, check.max_rel if check.level != "seal" else 0.0)
         if not quiet or not check.ok or check.unverified:
             echo(check.line())
-    untied = ties.tie_failures(specs, pool, results)
+    untied, loose = ties.tie_failures(specs, sealed, results, lambda r: tie_rule(r, here))
     for line in untied:
         echo(line)
+    for r in loose:
+        echo(f"{'unverified':<9} {ties.label(r)}: made on another platform and ill-conditioned (kappa*eps = "
+             f"{condition(r) * EPS:.1e}): its first iterations differ here beyond {ties.SEED_TOLERANCE:g}, and no "
+             "tolerance can say whether round-off explains it")
     bad += len(untied)
+    unverified += len(loose)
+    flags = timing_flags(pool)
+    for line in flags:
+        echo(line)
     if quiet:
-        echo(f"ties: {len(untied)} record(s) not tied to their seed, size, length or cell" if untied else
-             f"ties: every record's first J (and J_S) is its seed's, its network of its size, its history of its "
-             f"length, no two seeds of a cell the same")
+        echo(f"ties: {len(untied)} record(s) not tied to their seed, size, length, solver and settings, or cell"
+             if untied else
+             f"ties: every record's first J (and J_S) is its seed's, its first {ties.TIE_ITERATIONS} iterations its "
+             f"solver's with its settings (one-shot solvers: the whole run), its network of its size, its history "
+             f"of its length, no two seeds of a cell the same"
+             + (f" ({len(loose)} tied to their seed only)" if loose else ""))
         echo(f"weights: {len(pool) - bad - unverified} of {len(pool)} saved network(s) give their record's J and "
              f"l2{f' ({unverified} unverified: beyond the cap, within their round-off)' if unverified else ''}, seals "
              f"intact ({exact_n} bit for bit on the platform that made them; elsewhere within "
              f"{WEIGHTS_TOLERANCE:g}, or {SENSITIVITY_FACTOR:g} x the run's one-ulp sensitivity, at most "
              f"{WEIGHTS_CAP:g}; largest relative difference {worst:.1e})")
     return bad, unverified
+
+
+def tie_rule(record: RunRecord, here: dict[str, str]) -> tuple[float, int | None] | None:
+    """How a record's first iterations are compared with their recomputation here: (relative tolerance,
+    history entries compared).  On the platform that made it: :data:`ties.SEED_TOLERANCE`, every entry made
+    (bit-identical expected); elsewhere the per-run tolerance (:func:`tolerance`), on the first
+    :data:`PREFIX` entries for a solver that amplifies round-off; None when no per-run tolerance means
+    anything (ill-conditioned)."""
+    if same_platform(record.versions, here):
+        return ties.SEED_TOLERANCE, None
+    tol = tolerance(record)
+    if tol is None:
+        return None
+    return max(ties.SEED_TOLERANCE, tol), None if _round_off_stable(record.solver) else PREFIX
 
 
 def data_file_problem(spec: ExperimentSpec, results: Path) -> str | None:
@@ -543,6 +619,16 @@ class VerifyRequest:
     allow_partial: bool = False
     left_out: tuple[tuple[RunRecord, str], ...] = ()
     """records of the experiments made otherwise than the spec asks (Selection.left_out): each fails"""
+    allow_unverified: bool = False
+    """runs no check could verify at the level asked are reported, not failed"""
+
+    def unverified_cost(self, n: int, echo: Echo) -> int:
+        """The failures ``n`` unverified runs count for (0 with ``--allow-unverified``), said in one line."""
+        if n:
+            echo(f"{n} run(s) unverified: no check here could verify them at the level asked "
+                 + ("(allowed: --allow-unverified)" if self.allow_unverified else
+                    "(a failure; --allow-unverified lets them pass)"))
+        return 0 if self.allow_unverified else n
 
 
 def check_level(level: str, weights: bool, against: bool) -> None:
@@ -562,9 +648,9 @@ def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     """The weights pass over ``req.pool``, then the reruns (runs or whole cells); returns how many checks
     failed.  ``say`` (stderr) announces, ``echo`` (stdout) gives one line per run or cell."""
     say(header(req.pool))
-    bad, _ = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
-                       level=req.level if req.level in ("exact", "tolerant") else "auto")
-    bad += _left_out(req, echo)
+    bad, loose = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
+                              level=req.level if req.level in ("exact", "tolerant") else "auto")
+    bad += _left_out(req, echo) + req.unverified_cost(loose, echo)
     in_cells = [] if req.cells is None else [r for r in req.pool if (r.solver, r.L, r.M) in req.cells]
     if req.level == "statistical" or (req.cells is not None and req.level == "auto"):
         if req.cells is not None:
@@ -585,7 +671,7 @@ def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     echo(f"{len(picked) - failed - unverified} of {len(picked)} run(s) reproduce the archive (levels: {used})"
          + (f"; {failed} do not" if failed else "")
          + (f"; {unverified} unverified (only their cells can judge them)" if unverified else ""))
-    return bad + failed + (not picked)
+    return bad + failed + req.unverified_cost(unverified, echo) + (not picked)
 
 
 def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
@@ -597,7 +683,7 @@ def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     echo(f"{max(len(picked) - bad - unverified, 0)} of {len(picked)} run(s) reproduce the archive"
          + (f"; {bad} do not" if bad else "") + (f"; {unverified} unverified" if unverified else "")
          + (f"; {left} record(s) left out: made otherwise than the spec asks" if left else ""))
-    return bad + left
+    return bad + left + req.unverified_cost(unverified, echo)
 
 
 def _left_out(req: VerifyRequest, echo: Echo) -> int:
@@ -623,7 +709,7 @@ def other_archive(path: Path, chosen: list[ExperimentSpec], iterations: int | No
         sel = load_selection(path, chosen, iterations, warn)
         for line in left_out_lines(sel.left_out):
             warn(line)
-        rows, unreadable = sel.records, sum(sel.invalid.values()) + len(sel.left_out)
+        rows, unreadable = sel.records + sel.extra_seeds, sum(sel.invalid.values()) + len(sel.left_out)
     return [r for r in rows if solvers is None or r.solver in solvers], unreadable
 
 
@@ -643,6 +729,8 @@ class Against:
     """missing seeds and cells, unreadable records and too few seeds reported, not failed"""
     specs: dict[str, ExperimentSpec] | None = None
     """the experiments: the records of both sides are tied to their seeds, sizes and lengths (ties.py)"""
+    allow_unverified: bool = False
+    """records no tie could judge here are reported, not failed"""
 
 
 def _name(cell: Cell) -> str:
@@ -656,13 +744,18 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
     ``allow_partial``, every incomplete part (a PARTIAL cell, a cell on one side only, an unreadable
     record); 1 when no cell is in both."""
     untied: list[str] = []
+    loose: list[str] = []
     if req.specs is not None:  # both sides' records tied to their runs, and their data files the spec's
         sides = [(results, reference)] + ([] if req.path.is_file() else [(req.path, req.other)])
         for root, runs in sides:
             names = sorted({r.experiment for r in runs} & set(req.specs))
             untied += [line for line in (data_file_problem(req.specs[n], root) for n in names) if line]
-            untied += ties.tie_failures(req.specs, runs, root)
-    for line in untied:
+            here = fingerprint()
+            failed, unsure = ties.tie_failures(req.specs, runs, root, lambda r: tie_rule(r, here))
+            untied += failed
+            loose += [f"{'unverified':<9} {ties.label(r)}: ill-conditioned, made on another platform, its first "
+                      "iterations differ here: tied to its seed only" for r in unsure]
+    for line in untied + loose:
         echo(line)
     compared, only_here, only_there = compare_archives(reference, req.other, req.common_seeds)
     there = str(req.path) if req.path.is_file() else f"{req.path}/"
@@ -699,10 +792,14 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
         parts.append(f"{len(stale)} --accept cell(s) do not differ")
     if untied:
         parts.append(f"{len(untied)} record(s) or data file(s) not tied to their run or spec")
+    if loose:
+        parts.append(f"{len(loose)} record(s) unverified" + (" (allowed: --allow-unverified)" if req.allow_unverified
+                                                              else " (--allow-unverified lets them pass)"))
     if incomplete:
         parts.append("incomplete parts " + ("allowed by --allow-partial" if req.allow_partial else
                                             "fail (--allow-partial lets them pass)"))
     echo("; ".join(parts))
     if not compared:
         return 1
-    return len(differing) - took + len(stale) + len(untied) + (0 if req.allow_partial else incomplete)
+    return (len(differing) - took + len(stale) + len(untied) + (0 if req.allow_unverified else len(loose))
+            + (0 if req.allow_partial else incomplete))
