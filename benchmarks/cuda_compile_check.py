@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("sigma", "engine", "pinn", "lysep", "lstsq", "steps", "backend")
+MODULES = ("sigma", "engine", "pinn", "lysep", "lstsq", "backend")
 OPTIONS = ["--fmad=false", "-arch=compute_90"]
 
 

@@ -359,8 +359,8 @@ def solve(problem: Problem, data: TrainingData, params0: Params, settings: Setti
     def record(new: Projected) -> None:
         history["J"].append(new.J)
         history["F"].append(new.F)
-        if progress is not None and len(history["J"]) > 2 and np.isfinite(new.F):
-            progress(len(history["J"]) - 3, new.J)
+        if progress is not None and np.isfinite(new.F):  # after each entry past the initial network's, as
+            progress(len(history["J"]) - 2, new.J)        # pinn-lbfgs: call k reports history J[k + 1]
 
     p = vp.project(flatten(params[:-1]))
     record(p)
