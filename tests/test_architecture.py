@@ -60,3 +60,35 @@ def test_no_import_cycle():
     for m in sorted(graph):
         if m not in seen:
             visit(m, [])
+
+
+def _tree_modules() -> set[str]:
+    """The modules docs/architecture.md's tree (its first code block) names, as paths relative to lysep_cli/:
+    a line whose first word ends in "/" opens a package (the modules on that line are its own), every other
+    line's modules belong to the innermost package indented less than it."""
+    import re
+
+    tree = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8").split("```")[1]
+    stack: list[tuple[int, str]] = []
+    named: set[str] = set()
+    for line in tree.splitlines():
+        if not line.strip():
+            continue
+        indent, first = len(line) - len(line.lstrip()), line.split()[0]
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if first.endswith("/"):
+            stack.append((indent, first))
+        package = "".join(name for _, name in stack[1:])  # stack[0]: lysep_cli/ itself
+        named |= {package + m for m in re.findall(r"\b([a-z_0-9]+\.py)\b", line)}
+    return named
+
+
+def test_docs_architecture_lists_every_module():
+    """Every module of lysep_cli/ is named in docs/architecture.md's tree under its package (issue 55), and
+    the tree names no module that is gone."""
+    modules = {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")
+               if p.name != "__init__.py" or p.parent == PACKAGE}  # a package's own __init__: its line
+    named = _tree_modules()
+    assert sorted(modules - named) == [], "modules missing from docs/architecture.md"
+    assert sorted(named - modules) == [], "docs/architecture.md names modules that are gone"
