@@ -291,7 +291,7 @@ def einsum_launches(subscripts: str, *operands: np.ndarray) -> list[str]:
 
 class CountingNamespace:
     """``numpy`` as a device array library whose kernels, uploads and syncs are counted in TALLY.  Its name
-    is not "numpy", so lysep_cli/accel/sigma.py takes its device branch (the RawKernel, emulated)."""
+    is not "numpy", so lysep_cli/numerics/sigma.py takes its device branch (the RawKernel, emulated)."""
 
     __name__ = "counting-numpy"
     __version__ = np.__version__

@@ -33,14 +33,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq, padding, partials, trials
+from lysep_cli.accel import lstsq, padding, partials, trials
 from lysep_cli.accel.backend import Backend
-from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
 from lysep_cli.accel.partials import _sumall
 from lysep_cli.numerics.activation import SIGMA
-from lysep_cli.numerics.channels import ChannelPlan
+from lysep_cli.numerics import channels as engine
+from lysep_cli.numerics import sigma
+from lysep_cli.numerics.channels import Array, ChannelPlan, Layer, _dot, _T
 from lysep_cli.numerics.dataset import TrainingData
-from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.network import Params, pinn_pass
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
@@ -58,7 +59,7 @@ class Data:
     Z: Array
     K: Array
     Y: Array
-    plan: StackedPlan
+    plan: ChannelPlan
     host: LySepData
     kj: Array
     hj: Array
@@ -76,7 +77,7 @@ class Data:
         host = LySepData.build(data.Z, data.coef, data.Y)
         xp = be.xp
         hS = host.hj[host.S]
-        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host,
+        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), host.plan.to(xp), host,
                    be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
                    be.asarray(host.S))
 
@@ -96,7 +97,7 @@ class State:
     """The variables of the depth-L model for S seeds, by name, with the caches of loss.LySepState
     (sigma^(k)(a_l), the per-sample norms, B, the weights), dropped when a variable they depend on changes."""
 
-    def __init__(self, xp: Any, L: int, v: dict[str, Array], plan: StackedPlan, cache: dict | None = None):
+    def __init__(self, xp: Any, L: int, v: dict[str, Array], plan: ChannelPlan, cache: dict | None = None):
         self.xp, self.L, self.v, self.plan = xp, L, v, plan
         self.cache: dict = {} if cache is None else cache
 
@@ -110,7 +111,7 @@ class State:
         return self.cache[key]
 
     def sig(self, l: int):
-        return self._cached(("sig", l), lambda: engine.sigma.values(self.xp, self.v[f"a{l}"]))
+        return self._cached(("sig", l), lambda: sigma.values(self.xp, self.v[f"a{l}"]))
 
     def nd(self, l: int) -> Array:
         return self._cached(("nd", l), lambda: _squares(self.xp, self.v[f"d{l}"]))
@@ -264,7 +265,7 @@ def layer_map(name: str, st: State, data: Data) -> Array:
     if x == "a":
         return engine.propagate_a(xp, W, st.v[f"b{l}"], prev)
     if x == "d":
-        return engine.propagate_d(xp, W, prev)
+        return engine.propagate_d(xp, W, prev, data.plan)
     return engine.propagate_Q(xp, W, prev, data.plan)
 
 
@@ -389,13 +390,14 @@ def _frozen_gradient(block: str, st: State, data: Data, terms: Terms, wt: Weight
         m = l + 1
         ga, gd, gq = (_rho(wt, "a", m) * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
                       _rho(wt, "q", m) * terms.e[f"q{m}"])
-        g = engine.input_adjoints(xp, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan)["adq".index(x)]
+        g = engine.input_adjoints(xp, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
+                                   outputs=("adQ"["adq".index(x)],))["adq".index(x)]
         g -= _rho(wt, x, l) * terms.e[block]
         g *= _per_seed(cw, g.ndim)
         return g
     if x in "adq" and l == L - 1:
         G = _T(xp, st.v[f"W{L}"]) * terms.r[:, None, :]
-        g = engine.fit_adjoints(xp, G, st.layer(l), data.plan, st.fit)["adq".index(x)]
+        g = engine.fit_adjoints(xp, G, st.layer(l), data.plan, st.fit, outputs=("adQ"["adq".index(x)],))["adq".index(x)]
         g *= c
         rho = _rho(wt, x, l)
         g -= (_per_seed(cw, max(rho.ndim, 1)) * rho) * terms.e[block]
@@ -664,7 +666,7 @@ class StackedIteration:
                 self.J_S = np.where(active, J, self.J_S)
             active &= np.isfinite(self.J_S)
 
-    def network(self) -> engine.StackedParams:
+    def network(self) -> Params:
         """The stacked network [(W_l (S, out, in), b_l (S, out))] on the device, b_L as (S, 1): the arrays of
         :meth:`params` (contiguous, as accel/pinn.stack uploads them) without a host copy."""
         xp, v, L = self.xp, self.st.v, self.L
@@ -678,10 +680,10 @@ class StackedIteration:
                 + [(host[f"W{L}"][s].copy(), np.array([host[f"b{L}"][s]]))] for s in range(self.S)]
 
 
-def pinn_J(be: Backend, params: engine.StackedParams, data: Data, plan: StackedPlan) -> np.ndarray:
+def pinn_J(be: Backend, params: Params, data: Data, plan: ChannelPlan) -> np.ndarray:
     """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked), from the
     stacked network on the device (:meth:`StackedIteration.network`) and the training data there."""
-    fp = engine.pinn_pass(be.xp, params, data.Z, plan, data.Y)
+    fp = pinn_pass(params, data.Z, plan, data.Y, be.xp)
     return be.host(_dot(be.xp, fp.R, fp.R) / fp.R.shape[1])
 
 
@@ -712,7 +714,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     progress = padding.real_seeds(progress, n_real)
     ld = Data.of(be, data)
     host = ld.host
-    pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
+    pinn_plan = ChannelPlan.build(data.coef).to(xp)
     S, L = len(params0), len(params0[0])
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
     factor = bound_factor(problem.pde, problem.d) * C

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from lysep_cli.accel.engine import Array, _dot
+from lysep_cli.numerics.channels import Array, _dot
 
 
 @dataclass

@@ -175,7 +175,7 @@ class LySepState:
     @property
     def fit(self) -> Fit:
         """B of `eq:GD_W3` (and its sums U, V) at (a_{L-1}, d_{L-1}, q_{L-1}); W_L, b_L do not enter."""
-        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(self.layer(self.L - 1), self._plan))
+        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(np, self.layer(self.L - 1), self._plan))
 
     def norms(self) -> Norms:
         """The squared norms the self-adaptive weights depend on."""
@@ -254,11 +254,11 @@ def layer_map(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     x, l = name[0], int(name[1:])
     W, prev = st.v[f"W{l}"], st.layer(l - 1)
     if x == "a":
-        return ch_engine.propagate_a(W, st.v[f"b{l}"], prev)
+        return ch_engine.propagate_a(np, W, st.v[f"b{l}"], prev)
     if x == "d":
-        return ch_engine.propagate_d(W, prev, data.plan)
+        return ch_engine.propagate_d(np, W, prev, data.plan)
     if x == "q":
-        return ch_engine.propagate_Q(W, prev, data.plan)
+        return ch_engine.propagate_Q(np, W, prev, data.plan)
     raise KeyError(name)
 
 
@@ -375,14 +375,14 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
         # Reverse step through the layer map (a, d, q)_{l-1} -> (a, d, q)_l seeded with the weighted residuals.
         ga, gd, gq = (wt.rho_a[l] * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
                       _rho(wt, "q", l) * terms.e[f"q{l}"])
-        g = ch_engine.weight_gradient(ga, gd, gq, st.layer(l - 1), data.plan)
+        g = ch_engine.weight_gradient(np, ga, gd, gq, st.layer(l - 1), data.plan)
         g *= cw
     elif x in "adq" and l < L - 1:
         # Through layer l+1's constraints: the engine's input adjoints seeded with the weighted residuals.
         m = l + 1
         ga, gd, gq = (wt.rho_a[m] * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
                       _rho(wt, "q", m) * terms.e[f"q{m}"])
-        adj = ch_engine.input_adjoints(st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
+        adj = ch_engine.input_adjoints(np, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
                                        outputs=({"a": "a", "d": "d", "q": "Q"}[x],))
         del ga, gd, gq
         g = adj["adq".index(x)]
@@ -392,8 +392,7 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
         # Through the fit term: the engine's adjoints of B seeded with G = W_L^T r.
         G = st.v[f"W{L}"][0][:, None] * terms.r[None, :]
         channel = {"a": "a", "d": "d", "q": "Q"}[x]
-        adj = ch_engine.fit_adjoints(G, st.layer(l), data.plan, st.fit, channels=(channel,))[channel]
-        g = adj
+        g = ch_engine.fit_adjoints(np, G, st.layer(l), data.plan, st.fit, outputs=(channel,))["adQ".index(channel)]
         g *= c
         g -= (cw * _rho(wt, x, l)) * terms.e[block]
     else:
