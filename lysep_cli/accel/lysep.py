@@ -39,14 +39,15 @@ from lysep_cli.accel.partials import _sumall
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics import channels as engine
 from lysep_cli.numerics import sigma
-from lysep_cli.numerics.channels import Array, ChannelPlan, Layer, _dot, _T
+from lysep_cli.numerics.channels import Array, ChannelPlan, Layer, _dot
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params, pinn_pass
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
-from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
-from lysep_cli.solvers.lysep.weights import theorem_constant
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
+                                          gradient_blocks, layer_map)
+from lysep_cli.solvers.lysep.weights import backward_pass, per_seed, theorem_constant
 
 
 @dataclass(frozen=True)
@@ -80,11 +81,6 @@ class Data:
         return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), host.plan.to(xp), host,
                    be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
                    be.asarray(host.S))
-
-
-def _per_seed(x: Array, ndim: int) -> Array:
-    """An (S,) array shaped to multiply an array of ``ndim`` dimensions seed by seed."""
-    return x.reshape((x.shape[0],) + (1,) * (ndim - 1))
 
 
 def _squares(xp: Any, x: Array) -> Array:
@@ -171,32 +167,10 @@ def weights(st: State, data: Data) -> Weights:
 
 
 def _weights(st: State, data: Data) -> Weights:
-    xp, L = st.xp, st.L
-    w = {l: st.w(l) for l in range(2, L)}
-    w1 = st.w1()  # (S, n_in)
-    nd = {l: st.nd(l) for l in range(1, L)}
-    nq = {l: st.nq(l) for l in range(2, L)}
-    S = data.Sx
-    dh = {1: w1}
-    for l in range(2, L):
-        dh[l] = w[l][:, None] * dh[l - 1]
-    gT, gP, gR = data.kj, data.hS1, data.host.k
-    rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
-    for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
-        n = nd[l]
-        dhS = dh[l][:, S][:, :, None]
-        gS = gT + xp.zeros_like(n)
-        gS[:, S] += gP * (dhS + n[:, S])
-        second = dhS * n[:, S]
-        if l >= 2:
-            second = second + nq[l]
-        gRl = gR + xp.sum(gT * n, axis=1) + xp.sum(gP * second, axis=1)
-        rho_a[l], rho_d[l], tape[l] = gRl, gS, (gT, gP, gS, gRl)
-        if l >= 2:
-            rho_q[l] = gP
-            wl = w[l]
-            gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
-    return Weights(rho_a, rho_d, rho_q, tape)
+    """weights.backward_pass for every seed (rho_q at l = L-1 shared by the seeds, as on the CPU)."""
+    L = st.L
+    return Weights(*backward_pass(L, {l: st.w(l) for l in range(2, L)}, st.w1(), {l: st.nd(l) for l in range(1, L)},
+                                  {l: st.nq(l) for l in range(2, L)}, data.Sx, data.kj, data.hS1, data.host.k, st.xp))
 
 
 #: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
@@ -235,14 +209,6 @@ def _paper_grouping(xp: Any, st: State, data: Data) -> Weights:
     return Weights(rho_a, rho_d, {2: data.hS1})
 
 
-def _rho(wt: Weights, x: str, l: int) -> Array:
-    """rho of constraint x_l shaped to multiply its residual (S, M, N) or (S, n, M, N)."""
-    if x == "a":
-        return wt.rho_a[l][:, None, :]
-    rho = (wt.rho_d if x == "d" else wt.rho_q)[l]
-    return rho[None, :, None, :] if rho.ndim == 2 else rho[:, :, None, :]
-
-
 class Terms:
     """Constraint residuals e[name], their per-sample squares E (cached), r (S, N), and P (S,), the penalty
     with the weights of the state the terms belong to (cached by :func:`penalty_of`)."""
@@ -256,35 +222,6 @@ class Terms:
             e = self.e[name]
             self._E[name] = _squares(self.xp, e)
         return self._E[name]
-
-
-def layer_map(name: str, st: State, data: Data) -> Array:
-    """loss.layer_map: what (a, d, q)_l should be given layer l-1 and W_l, b_l (l >= 2), a new array."""
-    xp, x, l = st.xp, name[0], int(name[1:])
-    W, prev = st.v[f"W{l}"], st.layer(l - 1)
-    if x == "a":
-        return engine.propagate_a(xp, W, st.v[f"b{l}"], prev)
-    if x == "d":
-        return engine.propagate_d(xp, W, prev, data.plan)
-    return engine.propagate_Q(xp, W, prev, data.plan)
-
-
-def compute_group(name: str, st: State, data: Data) -> Array:
-    """loss.compute_group: e_name, or r for "fit"."""
-    xp, v = st.xp, st.v
-    if name == "fit":
-        L = st.L
-        r = xp.matmul(v[f"W{L}"], st.fit.B)[:, 0, :]
-        r += v[f"b{L}"][:, None] * data.K
-        r -= data.Y
-        return r
-    if name == "a1":
-        return xp.matmul(v["W1"], data.Z) + v["b1"][:, :, None] - v["a1"]
-    if name == "d1":
-        return _T(xp, v["W1"])[:, :, :, None] - v["d1"]
-    e = layer_map(name, st, data)
-    e -= v[name]
-    return e
 
 
 def compute_terms(st: State, data: Data) -> Terms:
@@ -351,7 +288,7 @@ def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
 def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode: str = "frozen") -> Array:
     """loss.gradient per seed: dJ_S / d(block), the block's stacked shape; ``mode`` "through" adds, for the W,
     d and q blocks, the terms through omega and D: (||W_L||^2 / N) dP/d(norm) d(norm)/d(block)."""
-    g = _frozen_gradient(block, st, data, terms, wt)
+    g = frozen_gradient(block, st, data, terms, wt)
     x, l = block[0], int(block[1:])
     if mode != "through" or x not in "Wdq":
         return g
@@ -363,46 +300,10 @@ def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode:
     f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N (S,)
     v = st.v[block]
     if block == "W1":
-        return g + _per_seed(f2, 3) * v * wp.dw1[:, None, :]
+        return g + per_seed(f2, 3) * v * wp.dw1[:, None, :]
     if x == "W":
-        return g + _per_seed(f2 * wp.dw[l], 3) * v
-    return g + _per_seed(f2, 4) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[:, :, None, :]
-
-
-def _frozen_gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
-    """loss.gradient (weights frozen) per seed: dJ_S / d(block), the block's stacked shape."""
-    xp, L, N = st.xp, st.L, data.N
-    c = 2.0 / N
-    w3 = st.w_out
-    cw = c * w3
-    x, l = block[0], int(block[1:])
-    if block == "W1":
-        inner = xp.matmul(wt.rho_a[1][:, None, :] * terms.e["a1"], data.Z.T)
-        inner = inner + _T(xp, xp.sum(wt.rho_d[1][:, :, None, :] * terms.e["d1"], axis=3))
-        return _per_seed(cw, 3) * inner
-    if x == "W" and l < L:
-        ga, gd, gq = (_rho(wt, "a", l) * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
-                      _rho(wt, "q", l) * terms.e[f"q{l}"])
-        g = engine.weight_gradient(xp, ga, gd, gq, st.layer(l - 1), data.plan)
-        g *= _per_seed(cw, 3)
-        return g
-    if x in "adq" and l < L - 1:
-        m = l + 1
-        ga, gd, gq = (_rho(wt, "a", m) * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
-                      _rho(wt, "q", m) * terms.e[f"q{m}"])
-        g = engine.input_adjoints(xp, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
-                                   outputs=("adQ"["adq".index(x)],))["adq".index(x)]
-        g -= _rho(wt, x, l) * terms.e[block]
-        g *= _per_seed(cw, g.ndim)
-        return g
-    if x in "adq" and l == L - 1:
-        G = _T(xp, st.v[f"W{L}"]) * terms.r[:, None, :]
-        g = engine.fit_adjoints(xp, G, st.layer(l), data.plan, st.fit, outputs=("adQ"["adq".index(x)],))["adq".index(x)]
-        g *= c
-        rho = _rho(wt, x, l)
-        g -= (_per_seed(cw, max(rho.ndim, 1)) * rho) * terms.e[block]
-        return g
-    raise KeyError(block)
+        return g + per_seed(f2 * wp.dw[l], 3) * v
+    return g + per_seed(f2, 4) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[:, :, None, :]
 
 
 def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:

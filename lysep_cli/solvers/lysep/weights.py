@@ -68,11 +68,17 @@ class Weights:
         return self.norms.L
 
 
-def derivative_bounds(norms: Norms) -> dict[int, np.ndarray]:
-    """dh_l = w_l .. w_2 w1 (n_in,): the squared bound of |d-hat_li| without B'^(l-1)."""
-    dh = {1: norms.w1}
-    for l in range(2, norms.L):
-        dh[l] = norms.w[l] * dh[l - 1]
+def per_seed(x, ndim: int):
+    """A per-seed scalar shaped to multiply an array of ``ndim`` dimensions seed by seed: (S,) -> (S, 1, ...),
+    and a run alone's float itself."""
+    return x if np.ndim(x) == 0 else x.reshape((x.shape[0],) + (1,) * (ndim - 1))
+
+
+def derivative_bounds(L: int, w: dict, w1: np.ndarray) -> dict[int, np.ndarray]:
+    """dh_l = w_l .. w_2 w1 ((S,) n_in): the squared bound of |d-hat_li| without B'^(l-1)."""
+    dh = {1: w1}
+    for l in range(2, L):
+        dh[l] = per_seed(w[l], 2) * dh[l - 1]
     return dh
 
 
@@ -104,29 +110,36 @@ def _paper_grouping(data, wt: Weights) -> None:
 
 
 def _backward_pass(data, norms: Norms) -> Weights:
-    """The backward pass over the layers (module docstring), any L >= 2."""
-    S, L = data.S, norms.L
-    dh = derivative_bounds(norms)
-    gT = data.kj[:, None]
-    gP = data.hj[S][:, None]
-    gR = data.k
+    """The backward pass over the layers (module docstring), any L >= 2, of one seed."""
+    parts = backward_pass(norms.L, norms.w, norms.w1, norms.nd, norms.nq, data.S, data.kj[:, None],
+                          data.hj[data.S][:, None], data.k)
+    return Weights(*parts[:3], norms, parts[3])
+
+
+def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, xp=np) -> tuple[dict, dict, dict, dict]:
+    """rho_a, rho_d, rho_q and the tape (gT, gP, gS, gR) per layer by the backward pass (module docstring), for
+    one seed or a stack of them (accel/lysep.py: a leading seed axis): w {l: ||W_l||^2, a float or (S,)},
+    w1 ((S,) n_in), nd {l: ((S,) n_in, N)}, nq {l: ((S,) |S|, N)}; S the second-derivative inputs, kj (n_in, 1)
+    and hS (|S|, 1) their |K_j|^2 and |K-hat_j|^2, k = |K|^2."""
+    dh = derivative_bounds(L, w, w1)
+    gT, gP, gR = kj, hS, k
     rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
     for l in range(L - 1, 0, -1):  # loop over the layers, output side first
-        n = norms.nd[l]
-        dhS = dh[l][S][:, None]
-        gS = gT + np.zeros_like(n)
-        gS[S] += gP * (dhS + n[S])
-        second = dhS * n[S]
+        n = nd[l]
+        dhS = dh[l][..., S][..., None]
+        gS = gT + xp.zeros_like(n)
+        gS[..., S, :] += gP * (dhS + n[..., S, :])
+        second = dhS * n[..., S, :]
         if l >= 2:
-            second = second + norms.nq[l]
-        gRl = gR + np.sum(gT * n, 0) + np.sum(gP * second, 0)
+            second = second + nq[l]
+        gRl = gR + xp.sum(gT * n, axis=-2) + xp.sum(gP * second, axis=-2)
         tape[l] = (gT, gP, gS, gRl)
         rho_a[l], rho_d[l] = gRl, gS
         if l >= 2:
             rho_q[l] = gP
-            w = norms.w[l]
-            gT, gP, gR = w * gS, w * gP, w * gRl
-    return Weights(rho_a, rho_d, rho_q, norms, tape)
+            wl3 = per_seed(w[l], 3)
+            gT, gP, gR = wl3 * gS, wl3 * gP, per_seed(w[l], 2) * gRl
+    return rho_a, rho_d, rho_q, tape
 
 
 def penalty_from(E, wt: Weights) -> float:
@@ -160,7 +173,7 @@ class WeightPartials:
 def weight_partials(data, wt: Weights, E) -> WeightPartials:
     """The adjoint of :func:`weights_from` seeded with the squared residuals E(name): layers 1 .. L-1."""
     S, L, norms = data.S, wt.L, wt.norms
-    dh = derivative_bounds(norms)
+    dh = derivative_bounds(L, norms.w, norms.w1)
     n_in = data.kj.size
     lamT = lamP = lamR = None
     dw, dn, dnq, ddh = {}, {}, {}, {}
