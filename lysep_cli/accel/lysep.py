@@ -18,8 +18,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
 
-Supported settings: weights "frozen" or "through" (omega and D differentiated through: lysep_cli/accel/
-partials.py), w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
+Supported settings: weights "frozen" or "through" (omega and D differentiated through: solvers/lysep/
+weights.partials), w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
 per seed, b_L not regularised, in either ``w_solve``), lstsq "min-norm" or "basic", step_rule
 "backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
 which a stopped stack resumes bit for bit (docs/gpu.md).
@@ -33,9 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import lstsq, padding, partials, trials
+from lysep_cli.accel import lstsq, padding, trials
 from lysep_cli.accel.backend import Backend
-from lysep_cli.accel.partials import _sumall
 from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics import channels as engine
 from lysep_cli.numerics import sigma
@@ -46,8 +45,8 @@ from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
-                                          gradient_blocks, layer_map)
-from lysep_cli.solvers.lysep.weights import backward_pass, per_seed, theorem_constant
+                                          gradient_blocks, layer_map, through_weights)
+from lysep_cli.solvers.lysep.weights import backward_pass, partials, per_seed, sum_per_seed, theorem_constant
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ class State:
 
     def w(self, l: int) -> Array:
         """||W_l||_F^2 per seed, (S,)."""
-        return self._cached(("w", l), lambda: _sumall(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
+        return self._cached(("w", l), lambda: sum_per_seed(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
 
     def w1(self) -> Array:
         """||W_1(:, i)||^2 per seed and input, (S, n_in)."""
@@ -257,9 +256,9 @@ def penalty(terms: Terms, wt: Weights, L: int) -> Array:
     Pa = _dot(xp, wt.rho_a[1], terms.E("a1"))
     for l in range(2, L):
         Pa = Pa + _dot(xp, wt.rho_a[l], terms.E(f"a{l}"))
-    Pd = _sumall(xp, wt.rho_d[1] * terms.E("d1"))
+    Pd = sum_per_seed(xp, wt.rho_d[1] * terms.E("d1"))
     for l in range(2, L):
-        Pd = Pd + _sumall(xp, wt.rho_d[l] * terms.E(f"d{l}"))
+        Pd = Pd + sum_per_seed(xp, wt.rho_d[l] * terms.E(f"d{l}"))
     P = Pa
     P += Pd
     for l in range(2, L):
@@ -294,16 +293,9 @@ def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode:
         return g
     xp, L = st.xp, st.L
     tape = wt.tape if wt.tape is not None else st._cached(("wt", 0), lambda: _weights(st, data)).tape  # L = 3
-    wp = partials.weight_partials(xp, L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(),
-                                  {k: st.nd(k) for k in range(1, L)}, {k: st.nq(k) for k in range(2, L)}, data.Sx,
-                                  terms.E)
-    f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N (S,)
-    v = st.v[block]
-    if block == "W1":
-        return g + per_seed(f2, 3) * v * wp.dw1[:, None, :]
-    if x == "W":
-        return g + per_seed(f2 * wp.dw[l], 3) * v
-    return g + per_seed(f2, 4) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[:, :, None, :]
+    wp = partials(L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(), {k: st.nd(k) for k in range(1, L)},
+                  {k: st.nq(k) for k in range(2, L)}, data.Sx, terms.E, xp)
+    return through_weights(g, block, st, data, wp)
 
 
 def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
@@ -475,7 +467,7 @@ class StackedIteration:
         trial = trials.BlockTrials(be, st.v[block], g, J0, evaluate, (st, terms), self.trials, self.unchanged_trials,
                                    self.unchanged_last.get(block, False), rule.shrink if rule else None,
                                    rule.max_tries if rule else 1, self.trial_batch,
-                                   _sumall(xp, g * g) if backtracking else None)  # ||g||^2 (S,)
+                                   sum_per_seed(xp, g * g) if backtracking else None)  # ||g||^2 (S,)
 
         def accept(payload, mask: np.ndarray) -> None:
             st2, t2 = payload

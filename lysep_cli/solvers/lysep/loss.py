@@ -46,7 +46,8 @@ from lysep_cli.numerics.activation import SIGMA, SigmaValues
 from lysep_cli.numerics.channels import ChannelPlan, Fit, Layer
 from lysep_cli.numerics.network import Params, forward
 from lysep_cli.numerics.problems import OperatorCoefficients
-from lysep_cli.solvers.lysep.weights import Norms, Weights, penalty_from, per_seed, weight_partials, weights_from
+from lysep_cli.solvers.lysep.weights import (Norms, WeightPartials, Weights, penalty_from, per_seed, weight_partials,
+                                             weights_from)
 
 WeightMode = Literal["frozen", "through"]
 
@@ -408,16 +409,19 @@ def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: We
     wt = weights(st, data) if wt is None else wt
     g = frozen_gradient(block, st, data, terms, wt)
     x, l = block[0], int(block[1:])
-    L, N, w3 = st.L, data.N, st.w_out
     if mode == "through" and x in "Wdq":
-        wp = weight_partials(data, wt, terms.E)
-        f = w3 / N
-        if block == "W1":
-            g = g + f * 2.0 * st.W1 * wp.dw1[None, :]
-        elif x == "W":
-            g = g + f * 2.0 * wp.dw[l] * st.v[block]
-        elif x == "d":
-            g = g + f * 2.0 * st.v[block] * wp.dn[l][:, None, :]
-        else:
-            g = g + f * 2.0 * st.v[block] * wp.dnq[l][:, None, :]
+        g = through_weights(g, block, st, data, weight_partials(data, wt, terms.E))
     return g
+
+
+def through_weights(g: np.ndarray, block: str, st: LySepState, data: LySepData, wp: WeightPartials) -> np.ndarray:
+    """g plus the terms through omega and D of a W, d or q block, (||W_L||^2 / N) dP/d(norm) d(norm)/d(block),
+    from the weights' partials ``wp``; one seed or a stack."""
+    x, l = block[0], int(block[1:])
+    f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N
+    v = st.v[block]
+    if block == "W1":
+        return g + per_seed(f2, 3) * v * wp.dw1[..., None, :]
+    if x == "W":
+        return g + per_seed(f2 * wp.dw[l], 3) * v
+    return g + per_seed(f2, v.ndim) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[..., None, :]

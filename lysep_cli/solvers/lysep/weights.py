@@ -162,7 +162,7 @@ def penalty_from(E, wt: Weights) -> float:
 @dataclass
 class WeightPartials:
     """dP/d(norms) of P = sum_c <rho_c, E_c>: dw {l: float} (l = 2..L-1), dw1 (n_in,), dn {l: (n_in, N)},
-    dnq {l: (|S|, N)}."""
+    dnq {l: (|S|, N)}; each with a leading seed axis for a stack."""
 
     dw: dict[int, float]
     dw1: np.ndarray
@@ -170,41 +170,57 @@ class WeightPartials:
     dnq: dict[int, np.ndarray]
 
 
+def sum_per_seed(xp, x):
+    """sum(x) of one seed's array (a NumPy scalar), or of each seed's of a stack ((S,): x (S, ...))."""
+    return xp.ascontiguousarray(x).reshape(x.shape[0], -1).sum(axis=1)
+
+
 def weight_partials(data, wt: Weights, E) -> WeightPartials:
     """The adjoint of :func:`weights_from` seeded with the squared residuals E(name): layers 1 .. L-1."""
-    S, L, norms = data.S, wt.L, wt.norms
-    dh = derivative_bounds(L, norms.w, norms.w1)
-    n_in = data.kj.size
+    nm = wt.norms
+    return partials(wt.L, wt.tape, nm.w, nm.w1, nm.nd, nm.nq, data.S, E)
+
+
+def partials(L: int, tape: dict[int, tuple], w: dict, w1, nd: dict, nq: dict, S, E, xp=np) -> WeightPartials:
+    """The adjoint of the backward pass (:func:`backward_pass`, its ``tape``) seeded with the squared residuals
+    E(name), for one seed or a stack (w1 (S, n_in) and every array with a leading seed axis): layers
+    1 .. L-1, then dh_l = w_l dh_{l-1}."""
+    stacked = w1.ndim == 2
+    total = (lambda x: sum_per_seed(xp, x)) if stacked else np.sum  # noqa: E731
+    dh = derivative_bounds(L, w, w1)
+    n_in = w1.shape[-1]
     lamT = lamP = lamR = None
     dw, dn, dnq, ddh = {}, {}, {}, {}
     for l in range(1, L):  # the reverse of the weights' pass: input side first
-        gT, gP, gS, gRl = wt.tape[l]
-        n = norms.nd[l]
-        lS = np.array(E(f"d{l}"), dtype=float)
-        lR = np.array(E(f"a{l}"), dtype=float)
-        lP = np.zeros_like(gP * n[S])
+        gT, gP, gS, gRl = tape[l]
+        n = nd[l]
+        nS = n[..., S, :]
+        lS = xp.array(E(f"d{l}"), dtype=float)
+        lR = xp.array(E(f"a{l}"), dtype=float)
+        lP = xp.zeros_like(gP * nS)
         if l >= 2:
-            w = norms.w[l]
-            lS += w * lamT
-            lR += w * lamR
-            lP += E(f"q{l}") + w * lamP
-            dw[l] = float(np.sum(gS * lamT) + np.sum(gP * lamP) + np.sum(gRl * lamR))
-        dhS = dh[l][S][:, None]
-        gP_full = np.zeros((n_in,) + n.shape[1:])
-        gP_full[S] = gP
-        second = dhS * n[S] + (norms.nq[l] if l >= 2 else 0.0)
-        lamT = lS + lR[None, :] * n
-        lamP = lP + lS[S] * (dhS + n[S]) + lR[None, :] * second
+            wl3 = per_seed(w[l], 3)
+            lS += wl3 * lamT
+            lR += per_seed(w[l], 2) * lamR
+            lP += E(f"q{l}") + wl3 * lamP
+            dw[l] = total(gS * lamT) + total(gP * lamP) + total(gRl * lamR)
+        dhS = dh[l][..., S][..., None]
+        gP_full = xp.zeros(n.shape)
+        gP_full[..., S, :] = gP
+        second = dhS * nS + (nq[l] if l >= 2 else 0.0)
+        lR1 = lR[..., None, :]
+        lamT = lS + lR1 * n
+        lamP = lP + lS[..., S, :] * (dhS + nS) + lR1 * second
         lamR = lR
-        dn[l] = lR[None, :] * (gT + gP_full * dh[l][:, None]) + lS * gP_full
+        dn[l] = lR1 * (gT + gP_full * dh[l][..., None]) + lS * gP_full
         if l >= 2:
-            dnq[l] = lR[None, :] * gP
-        d = np.zeros(n_in)
-        d[S] = np.sum(lS[S] * gP + lR[None, :] * gP * n[S], axis=1)
+            dnq[l] = lR1 * gP
+        d = xp.zeros(n.shape[:-2] + (n_in,))
+        d[..., S] = xp.sum(lS[..., S, :] * gP + lR1 * gP * nS, axis=-1)
         ddh[l] = d
     for l in range(L - 1, 1, -1):  # dh_l = w_l dh_{l-1}
-        dw[l] += float(ddh[l] @ dh[l - 1])
-        ddh[l - 1] = ddh[l - 1] + norms.w[l] * ddh[l]
+        dw[l] += xp.matmul(ddh[l][..., None, :], dh[l - 1][..., :, None])[..., 0, 0]  # a dot per seed
+        ddh[l - 1] = ddh[l - 1] + per_seed(w[l], 2) * ddh[l]
     return WeightPartials(dw, ddh[1], dn, dnq)
 
 
