@@ -46,7 +46,8 @@ from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
                                           gradient_blocks, layer_map, through_weights)
-from lysep_cli.solvers.lysep.weights import backward_pass, partials, per_seed, sum_per_seed, theorem_constant
+from lysep_cli.solvers.lysep.weights import (backward_pass, partials, penalty_from, per_seed, sum_per_seed,
+                                             theorem_constant)
 
 
 @dataclass(frozen=True)
@@ -250,28 +251,10 @@ def _own_residual(xp: Any, own_map: Array, v: Array) -> Array:
     return xp.subtract(own_map[None], v.reshape((-1,) + own_map.shape)).reshape(v.shape)
 
 
-def penalty(terms: Terms, wt: Weights, L: int) -> Array:
-    """weights.penalty_from per seed, (S,)."""
-    xp = terms.xp
-    Pa = _dot(xp, wt.rho_a[1], terms.E("a1"))
-    for l in range(2, L):
-        Pa = Pa + _dot(xp, wt.rho_a[l], terms.E(f"a{l}"))
-    Pd = sum_per_seed(xp, wt.rho_d[1] * terms.E("d1"))
-    for l in range(2, L):
-        Pd = Pd + sum_per_seed(xp, wt.rho_d[l] * terms.E(f"d{l}"))
-    P = Pa
-    P += Pd
-    for l in range(2, L):
-        rho, Eq = wt.rho_q[l], terms.E(f"q{l}")
-        rq = rho[None, :, 0] if rho.ndim == 2 else rho[:, :, 0]
-        P += _dot(xp, xp.sum(Eq, axis=-1), rq)
-    return P
-
-
 def penalty_of(st: State, data: Data, terms: Terms) -> Array:
     """P per seed, (S,), of the state ``st`` whose terms are ``terms``, computed once for them."""
     if terms.P is None:
-        terms.P = penalty(terms, weights(st, data), st.L)
+        terms.P = penalty_from(terms.E, weights(st, data), st.xp, st.L)
     return terms.P
 
 

@@ -142,21 +142,27 @@ def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, 
     return rho_a, rho_d, rho_q, tape
 
 
-def penalty_from(E, wt: Weights) -> float:
-    """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..)."""
-    L = wt.L
-    Pa = wt.rho_a[1] @ E("a1")
+def penalty_from(E, wt: Weights, xp=np, L: int | None = None):
+    """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..): a float
+    for one seed, (S,) for a stack (accel/lysep.py's weights, of depth ``L``)."""
+    L = wt.L if L is None else L
+    stacked = wt.rho_a[1].ndim == 2
+
+    def dot(x, y):  # x . y over the last axis, per seed: a dot (NumPy's for 1-D @ 1-D)
+        return xp.matmul(x[..., None, :], y[..., :, None])[..., 0, 0]
+
+    total = (lambda x: sum_per_seed(xp, x)) if stacked else np.sum  # noqa: E731
+    Pa = dot(wt.rho_a[1], E("a1"))
     for l in range(2, L):
-        Pa = Pa + wt.rho_a[l] @ E(f"a{l}")
-    Pd = np.sum(wt.rho_d[1] * E("d1"))
+        Pa = Pa + dot(wt.rho_a[l], E(f"a{l}"))
+    Pd = total(wt.rho_d[1] * E("d1"))
     for l in range(2, L):
-        Pd = Pd + np.sum(wt.rho_d[l] * E(f"d{l}"))
+        Pd = Pd + total(wt.rho_d[l] * E(f"d{l}"))
     P = Pa
     P += Pd
-    for l in range(2, L):
-        rho, Eq = wt.rho_q[l], E(f"q{l}")
-        P += rho[:, 0] @ np.sum(Eq, axis=-1) if rho.shape[1] == 1 else np.sum(rho * Eq)
-    return float(P)
+    for l in range(2, L):  # rho_q ((S,) |S|, 1): one weight per channel
+        P += dot(xp.sum(E(f"q{l}"), axis=-1), wt.rho_q[l][..., 0])
+    return P if stacked else float(P)
 
 
 @dataclass
