@@ -35,9 +35,9 @@ import numpy as np
 
 from lysep_cli.accel import lstsq, padding, trials
 from lysep_cli.accel.backend import Backend
-from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics import channels as engine
 from lysep_cli.numerics import sigma
+from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import Array, ChannelPlan, Layer, _dot
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params, pinn_pass

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import numpy as np
 
 from lysep_cli.accel import padding
-from lysep_cli.numerics import sigma
 from lysep_cli.accel.backend import Backend
+from lysep_cli.numerics import sigma
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params, loss_and_grad
