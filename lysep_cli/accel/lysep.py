@@ -46,6 +46,7 @@ from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
                                           gradient_blocks, layer_map, through_weights)
+from lysep_cli.solvers.lysep.updates import solve_b, solve_b3
 from lysep_cli.solvers.lysep.weights import (backward_pass, partials, penalty_from, per_seed, sum_per_seed,
                                              theorem_constant)
 
@@ -505,16 +506,10 @@ class StackedIteration:
         return X[:, None, :M], (X[:, M] if joint else None)
 
     def _solve_b(self, l: int) -> Array:
-        xp, st, data = self.xp, self.st, self.data
-        w = weights(st, data).rho_a[l]
-        A = data.Z if l == 1 else st.sig(l - 1).s0
-        num = xp.matmul(st.v[f"a{l}"] - xp.matmul(st.v[f"W{l}"], A), w[:, :, None])[:, :, 0]
-        return num / xp.sum(w, axis=1)[:, None]
+        return solve_b(l, self.st, self.data, weights(self.st, self.data))
 
     def _solve_bL(self) -> Array:
-        xp, st, data, L = self.xp, self.st, self.data, self.L
-        t = data.Y - xp.matmul(st.v[f"W{L}"], st.fit.B)[:, 0, :]
-        return _dot(xp, t, data.K[None, :]) / (data.K @ data.K)
+        return solve_b3(self.st, self.data)
 
     def sweep(self, active: np.ndarray, with_cond: bool) -> None:
         """One iteration of Algorithm 1 (2, 3) for the ``active`` seeds; a seed whose J_S stops being finite
