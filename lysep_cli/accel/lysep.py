@@ -47,8 +47,7 @@ from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_facto
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
                                           gradient_blocks, layer_map, through_weights)
 from lysep_cli.solvers.lysep.updates import solve_b, solve_b3
-from lysep_cli.solvers.lysep.weights import (backward_pass, partials, penalty_from, per_seed, sum_per_seed,
-                                             theorem_constant)
+from lysep_cli.solvers.lysep.weights import backward_pass, partials, penalty_from, sum_per_seed, theorem_constant
 
 
 @dataclass(frozen=True)
