@@ -91,12 +91,12 @@ def main() -> None:
             for _ in range(3):
                 it.sweep()
             layer = it.st.layer(2)
-            ref, got = channels.fit_matrix(layer, data.plan), fused_fit_matrix(layer, data.plan)
+            ref, got = channels.fit_matrix(np, layer, data.plan), fused_fit_matrix(layer, data.plan)
             same = all(np.array_equal(getattr(ref, k), getattr(got, k)) for k in ("B", "U", "V"))
             t_np = t_nb = 0.0
             for _ in range(args.repeats):  # alternating, so that load on the machine hits both alike
                 t = time.perf_counter()
-                channels.fit_matrix(layer, data.plan)
+                channels.fit_matrix(np, layer, data.plan)
                 t_np += time.perf_counter() - t
                 t = time.perf_counter()
                 fused_fit_matrix(layer, data.plan)

@@ -60,7 +60,7 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
 from lysep_cli.accel import compare  # noqa: E402
-from lysep_cli.accel import sigma  # noqa: E402
+from lysep_cli.numerics import sigma  # noqa: E402
 from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
@@ -841,7 +841,7 @@ def launch_costs(be: backends.Backend, out: Report, smoke: bool, rates: dict) ->
     out(f"- pinn.masked_step (one kernel on a device) against where(keep, W - eta G, W), (10, 30, 30): entries "
         f"differing **{step_differing}**")
     costs["masked_step_differing"] = step_differing
-    from lysep_cli.accel.engine import ordered_sum
+    from lysep_cli.numerics.channels import ordered_sum
 
     x, init = be.asarray(rng.normal(size=(10, 10, 30, 100))), be.asarray(rng.normal(size=(10, 30, 100)))
     want = init.copy()

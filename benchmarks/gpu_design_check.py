@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from lysep_cli.numerics import sincos as sc
-from lysep_cli.accel.sigma import cuda_source
+from lysep_cli.numerics.sigma import cuda_source
 
 #: (name, M, n_in, |S|, N): a small cell and the largest one (N training points, |S| second-derivative channels)
 CELLS = (("hyperbolic-5d (3,20)", 20, 6, 6, 2000), ("elliptic-2d (3,30)", 30, 2, 2, 1000),

@@ -27,6 +27,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lysep_cli.numerics import activation, channels, network
+from lysep_cli.numerics import sincos as sincos_module
 from lysep_cli.numerics.dataset import experiment_data
 from lysep_cli.numerics.sincos import sincos
 from lysep_cli.solvers import solver_def
@@ -40,17 +41,17 @@ CELLS = ("elliptic-2d:30,elliptic-2d:100,elliptic-10d:20,elliptic-10d:150,parabo
 FIT = channels.fit_matrix
 
 
-def _numpy_fit(last, plan, fused=True):
-    return FIT(last, plan, fused=False)
+def _numpy_fit(xp, last, plan, fused=True):
+    return FIT(xp, last, plan, fused=False)
 
 
 def _install(what: str, variant: str) -> None:
     """Switch one kernel to its NumPy code ("numpy") or leave it on ("kernel")."""
-    activation.sincos = sincos
+    activation.sincos = sincos_module.sincos = sincos  # the engine's sigma (numerics/sigma.py) reads the module's
     channels.fit_matrix = FIT
     if variant == "numpy":
         if what == "sigma":
-            activation.sincos = lambda a: (np.sin(a), np.cos(a))
+            activation.sincos = sincos_module.sincos = lambda a: (np.sin(a), np.cos(a))
         else:
             channels.fit_matrix = _numpy_fit
 

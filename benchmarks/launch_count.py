@@ -16,7 +16,7 @@ count what would be a kernel on CuPy:
   stack, zeros / full (a fill), ascontiguousarray of a non-contiguous array), every ndarray operator and
   in-place operator (a ufunc), every reduction method (.sum, .any), every advanced-index read, every
   item assignment (``a[i] = v``, also the write-back of ``a[i] += v``: CuPy copies there too), .copy,
-  a copying reshape, and each of the engine's own CUDA kernels (sigma.py's, pinn.py's masked step, engine.py's ordered sum: their
+  a copying reshape, and each of the engine's own CUDA kernels (sigma.py's, pinn.py's masked step, channels.py's ordered sum: their
   device branch runs, each RawKernel emulated here by the NumPy operations it computes: one launch);
 - an upload: ``xp.asarray`` of a host array (a host->device copy);
 - a host sync: ``Backend.host`` (``.get()``, a device->host copy) and every bool / float / int / item of
@@ -219,7 +219,7 @@ def _masked_step(w: np.ndarray, g: np.ndarray, keep: np.ndarray, eta: Any, per: 
 
 
 def _ordered_sum(x: np.ndarray, init: np.ndarray, from_init: Any, C: Any, per: Any, out: np.ndarray, n: Any) -> None:
-    """engine.py's ordered_sum: ((init or 0) + x[:, 0]) + x[:, 1] + ..."""
+    """channels.py's ordered_sum: ((init or 0) + x[:, 0]) + x[:, 1] + ..."""
     acc = init.copy() if from_init else np.zeros_like(out)
     for k in range(int(C)):
         acc += x[:, k]
@@ -291,7 +291,7 @@ def einsum_launches(subscripts: str, *operands: np.ndarray) -> list[str]:
 
 class CountingNamespace:
     """``numpy`` as a device array library whose kernels, uploads and syncs are counted in TALLY.  Its name
-    is not "numpy", so lysep_cli/accel/sigma.py takes its device branch (the RawKernel, emulated)."""
+    is not "numpy", so lysep_cli/numerics/sigma.py takes its device branch (the RawKernel, emulated)."""
 
     __name__ = "counting-numpy"
     __version__ = np.__version__

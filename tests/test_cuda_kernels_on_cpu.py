@@ -10,7 +10,9 @@ import ctypes
 import numpy as np
 import pytest
 
-from lysep_cli.accel import engine, pinn, sigma
+from lysep_cli.accel import pinn
+from lysep_cli.numerics import channels as engine
+from lysep_cli.numerics import sigma
 from lysep_cli.numerics import sincos
 
 from cuda_on_cpu import build, compiler, ptr

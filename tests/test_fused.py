@@ -27,10 +27,20 @@ def test_the_fused_fit_matrix_is_bit_identical(pde, d, grouped, with_Q):
     layer = channels.Layer(a, SIGMA.values(a), rng.normal(size=(P.n_in, M, N)),
                            rng.normal(size=(plan.n_groups, M, N)) if with_Q else None)
     assert a.size >= NUMBA_FROM and fused.fit_sums_kernel() is not None
-    got = channels.fit_matrix(layer, plan)
-    ref = channels.fit_matrix(layer, plan, fused=False)
+    got = channels.fit_matrix(np, layer, plan)
+    ref = channels.fit_matrix(np, layer, plan, fused=False)
     for k in ("B", "U", "V"):
         assert np.array_equal(getattr(got, k).view(np.int64), getattr(ref, k).view(np.int64)), k
+    # with a seed axis (the layer and its negative stacked): the kernel seed by seed, each seed's bits alone
+    a2 = np.stack([a, -a])
+    stacked = channels.Layer(a2, SIGMA.values(a2), np.stack([layer.d, -layer.d]),
+                             np.stack([layer.Q, -layer.Q]) if with_Q else None)
+    both = channels.fit_matrix(np, stacked, plan)
+    neg = channels.fit_matrix(np, channels.Layer(-a, SIGMA.values(-a), -layer.d, -layer.Q if with_Q else None), plan,
+                              fused=False)
+    for k in ("B", "U", "V"):
+        assert np.array_equal(getattr(both, k)[0], getattr(got, k)) and np.array_equal(getattr(both, k)[1],
+                                                                                       getattr(neg, k)), k
 
 
 def test_group_index_is_csr():

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from lysep_cli.accel import backend as backends
-from lysep_cli.accel import sigma
+from lysep_cli.numerics import sigma
 from lysep_cli.numerics.sincos import sincos
 from lysep_cli.specs import load_specs
 
@@ -124,49 +124,41 @@ def test_the_calibration_counts_the_design_checks_trial_model(lc):
     assert costs.launch == costs.sync and 1e-6 < costs.launch < 1e-3
 
 
-def test_the_launch_saving_forms_keep_the_per_input_loops_bits():
-    """engine's one-pass forms (a group's squares, consecutive inputs as a view, every one-input group at once)
-    against the per-input loops they replace, also for inputs that are not consecutive."""
-    from lysep_cli.accel import engine
+def test_the_launch_saving_forms_keep_the_per_input_loops_bits(monkeypatch):
+    """The channel engine's one-pass forms (a device's: a group's squares, consecutive inputs as a view, every
+    one-input group at once) against NumPy's per-input loops, also for inputs that are not consecutive."""
+    from lysep_cli.numerics import channels as engine
 
     rng = np.random.default_rng(5)
     S, n_in, M, N = 2, 5, 3, 7
     d, t = rng.normal(size=(S, n_in, M, N)), rng.normal(size=(S, M, N))
-    for group in (np.array([1, 2, 3]), np.array([0, 2, 4]), np.array([3])):
-        want = np.square(d[:, group[0]])
-        for j in group[1:]:
-            want += d[:, j] * d[:, j]
-        assert np.array_equal(engine.sum_of_squares(np, d, group), want)
-        got, want = d.copy(), d.copy()
-        engine._add_product(np, got, t, d, group)
-        for j in group:
-            want[:, j] += t * d[:, j]
-        assert np.array_equal(got, want)
     groups = tuple(np.array([j]) for j in range(1, 4))
-    plan = engine.StackedPlan(rng.normal(size=N), rng.normal(size=(n_in, N)), rng.normal(size=(3, N)), groups,
+    plan = engine.ChannelPlan(rng.normal(size=N), rng.normal(size=(n_in, N)), groups, rng.normal(size=(3, N)),
                               np.array([-1, 0, 1, 2, -1]))
     assert plan.singles == slice(1, 4)
-
-    class Looped(engine.StackedPlan):
-        singles = None  # the per-group loops
-
-    looped = Looped(**{f: getattr(plan, f) for f in ("K", "K1", "K2", "groups", "group_of")})
     a = rng.normal(size=(S, M, N))
     layer = engine.Layer(a, sigma.values(np, a), d, rng.normal(size=(S, 3, M, N)))
-    fits = [engine.fit_matrix(np, layer, p) for p in (plan, looped)]
-    assert all(np.array_equal(getattr(fits[0], k), getattr(fits[1], k)) for k in ("B", "U", "V"))
-    adj = [engine.fit_adjoints(np, t, layer, p, fits[0]) for p in (plan, looped)]
-    assert all(np.array_equal(x, y) for x, y in zip(*adj))
-    W, ga, gd, gQ = rng.normal(size=(S, M, M)), t, d.copy(), rng.normal(size=(S, 3, M, N))
-    ins = [engine.input_adjoints(np, W, ga, gd.copy(), gQ, layer, p) for p in (plan, looped)]
-    assert all(np.array_equal(x, y) for x, y in zip(*ins))
+    W, ga, gQ = rng.normal(size=(S, M, M)), t, rng.normal(size=(S, 3, M, N))
+
+    def run():
+        sums = [engine.sum_of_squares(np, d, g) for g in (np.array([1, 2, 3]), np.array([0, 2, 4]), np.array([3]))]
+        fit = engine.fit_matrix(np, layer, plan, fused=False)
+        adj = engine.fit_adjoints(np, t, layer, plan, fit)
+        ins = engine.input_adjoints(np, W, ga, d.copy(), gQ, layer, plan)
+        gW = engine.weight_gradient(np, ga, d, gQ, layer, plan)
+        return sums + [fit.B, fit.U, fit.V, *adj, *ins, gW]
+
+    loops = run()
+    monkeypatch.setattr(engine, "one_pass", lambda xp: True)  # the device's forms, on NumPy
+    passes = run()
+    assert len(loops) == len(passes) and all(np.array_equal(x, y) for x, y in zip(loops, passes))
 
 
 @pytest.mark.gpu
 def test_gpu_fused_kernels_give_the_unfused_operations_bits():
     """On a GPU: sigma.values' one kernel == sincos and two negations; pinn.masked_step's == where(...);
     engine.ordered_sum's == the channels added one by one."""
-    from lysep_cli.accel import engine
+    from lysep_cli.numerics import channels as engine
     from lysep_cli.accel.pinn import masked_step
 
     try:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lysep_cli.accel import backend as backends
-from lysep_cli.accel import sigma
+from lysep_cli.numerics import sigma
 from lysep_cli.accel.pinn import solve_stacked
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData

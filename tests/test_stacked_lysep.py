@@ -157,7 +157,7 @@ THROUGH = {**PAPER, "weights": "through", "tau": 1.0e-3}
                                                        ("parabolic", 3, None, 3,
                                                         {"step_rule": "fixed", "tau": 1e-3, "weights": "through"})])
 def test_weights_through_is_the_cpus_per_seed_bit_for_bit(pde, d, solution, L, settings):
-    """weights: through, omega and D differentiated through (accel/partials.py): each seed the CPU's run."""
+    """weights: through, omega and D differentiated through (weights.partials): each seed the CPU's run."""
     cpu = _check(pde, d, solution, L, settings, 6)
     assert all(c.status == "ok" for c in cpu)
 

@@ -18,8 +18,8 @@ step sizes).  Per seed, the decisions are the CPU solver's:
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
 
-Supported settings: weights "frozen" or "through" (omega and D differentiated through: lysep_cli/accel/
-partials.py), w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
+Supported settings: weights "frozen" or "through" (omega and D differentiated through: solvers/lysep/
+weights.partials), w3_b3 "separate" or "joint" (one least-squares solve for [W_L, b_L]
 per seed, b_L not regularised, in either ``w_solve``), lstsq "min-norm" or "basic", step_rule
 "backtracking" (back-off too) or "fixed".  A stack has one checkpoint (its state for every seed), from
 which a stopped stack resumes bit for bit (docs/gpu.md).
@@ -33,19 +33,21 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, lstsq, padding, partials, trials
+from lysep_cli.accel import lstsq, padding, trials
 from lysep_cli.accel.backend import Backend
-from lysep_cli.accel.engine import Array, Layer, StackedPlan, _dot, _T
-from lysep_cli.accel.partials import _sumall
+from lysep_cli.numerics import channels as engine
+from lysep_cli.numerics import sigma
 from lysep_cli.numerics.activation import SIGMA
-from lysep_cli.numerics.channels import ChannelPlan
+from lysep_cli.numerics.channels import Array, ChannelPlan, Layer, _dot
 from lysep_cli.numerics.dataset import TrainingData
-from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.network import Params, pinn_pass
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
-from lysep_cli.solvers.lysep.loss import LySepData, LySepState, affects, constraint_names, gradient_blocks
-from lysep_cli.solvers.lysep.weights import theorem_constant
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
+                                          gradient_blocks, layer_map, through_weights)
+from lysep_cli.solvers.lysep.updates import solve_b, solve_b3
+from lysep_cli.solvers.lysep.weights import backward_pass, partials, penalty_from, sum_per_seed, theorem_constant
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Data:
     Z: Array
     K: Array
     Y: Array
-    plan: StackedPlan
+    plan: ChannelPlan
     host: LySepData
     kj: Array
     hj: Array
@@ -76,14 +78,9 @@ class Data:
         host = LySepData.build(data.Z, data.coef, data.Y)
         xp = be.xp
         hS = host.hj[host.S]
-        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), StackedPlan.of(xp, host.plan), host,
+        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), host.plan.to(xp), host,
                    be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
                    be.asarray(host.S))
-
-
-def _per_seed(x: Array, ndim: int) -> Array:
-    """An (S,) array shaped to multiply an array of ``ndim`` dimensions seed by seed."""
-    return x.reshape((x.shape[0],) + (1,) * (ndim - 1))
 
 
 def _squares(xp: Any, x: Array) -> Array:
@@ -96,7 +93,7 @@ class State:
     """The variables of the depth-L model for S seeds, by name, with the caches of loss.LySepState
     (sigma^(k)(a_l), the per-sample norms, B, the weights), dropped when a variable they depend on changes."""
 
-    def __init__(self, xp: Any, L: int, v: dict[str, Array], plan: StackedPlan, cache: dict | None = None):
+    def __init__(self, xp: Any, L: int, v: dict[str, Array], plan: ChannelPlan, cache: dict | None = None):
         self.xp, self.L, self.v, self.plan = xp, L, v, plan
         self.cache: dict = {} if cache is None else cache
 
@@ -110,7 +107,7 @@ class State:
         return self.cache[key]
 
     def sig(self, l: int):
-        return self._cached(("sig", l), lambda: engine.sigma.values(self.xp, self.v[f"a{l}"]))
+        return self._cached(("sig", l), lambda: sigma.values(self.xp, self.v[f"a{l}"]))
 
     def nd(self, l: int) -> Array:
         return self._cached(("nd", l), lambda: _squares(self.xp, self.v[f"d{l}"]))
@@ -127,7 +124,7 @@ class State:
 
     def w(self, l: int) -> Array:
         """||W_l||_F^2 per seed, (S,)."""
-        return self._cached(("w", l), lambda: _sumall(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
+        return self._cached(("w", l), lambda: sum_per_seed(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
 
     def w1(self) -> Array:
         """||W_1(:, i)||^2 per seed and input, (S, n_in)."""
@@ -170,32 +167,10 @@ def weights(st: State, data: Data) -> Weights:
 
 
 def _weights(st: State, data: Data) -> Weights:
-    xp, L = st.xp, st.L
-    w = {l: st.w(l) for l in range(2, L)}
-    w1 = st.w1()  # (S, n_in)
-    nd = {l: st.nd(l) for l in range(1, L)}
-    nq = {l: st.nq(l) for l in range(2, L)}
-    S = data.Sx
-    dh = {1: w1}
-    for l in range(2, L):
-        dh[l] = w[l][:, None] * dh[l - 1]
-    gT, gP, gR = data.kj, data.hS1, data.host.k
-    rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
-    for l in range(L - 1, 0, -1):  # loop over the layers, output side first (weights._backward_pass)
-        n = nd[l]
-        dhS = dh[l][:, S][:, :, None]
-        gS = gT + xp.zeros_like(n)
-        gS[:, S] += gP * (dhS + n[:, S])
-        second = dhS * n[:, S]
-        if l >= 2:
-            second = second + nq[l]
-        gRl = gR + xp.sum(gT * n, axis=1) + xp.sum(gP * second, axis=1)
-        rho_a[l], rho_d[l], tape[l] = gRl, gS, (gT, gP, gS, gRl)
-        if l >= 2:
-            rho_q[l] = gP
-            wl = w[l]
-            gT, gP, gR = wl[:, None, None] * gS, wl[:, None, None] * gP, wl[:, None] * gRl
-    return Weights(rho_a, rho_d, rho_q, tape)
+    """weights.backward_pass for every seed (rho_q at l = L-1 shared by the seeds, as on the CPU)."""
+    L = st.L
+    return Weights(*backward_pass(L, {l: st.w(l) for l in range(2, L)}, st.w1(), {l: st.nd(l) for l in range(1, L)},
+                                  {l: st.nq(l) for l in range(2, L)}, data.Sx, data.kj, data.hS1, data.host.k, st.xp))
 
 
 #: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
@@ -234,14 +209,6 @@ def _paper_grouping(xp: Any, st: State, data: Data) -> Weights:
     return Weights(rho_a, rho_d, {2: data.hS1})
 
 
-def _rho(wt: Weights, x: str, l: int) -> Array:
-    """rho of constraint x_l shaped to multiply its residual (S, M, N) or (S, n, M, N)."""
-    if x == "a":
-        return wt.rho_a[l][:, None, :]
-    rho = (wt.rho_d if x == "d" else wt.rho_q)[l]
-    return rho[None, :, None, :] if rho.ndim == 2 else rho[:, :, None, :]
-
-
 class Terms:
     """Constraint residuals e[name], their per-sample squares E (cached), r (S, N), and P (S,), the penalty
     with the weights of the state the terms belong to (cached by :func:`penalty_of`)."""
@@ -255,35 +222,6 @@ class Terms:
             e = self.e[name]
             self._E[name] = _squares(self.xp, e)
         return self._E[name]
-
-
-def layer_map(name: str, st: State, data: Data) -> Array:
-    """loss.layer_map: what (a, d, q)_l should be given layer l-1 and W_l, b_l (l >= 2), a new array."""
-    xp, x, l = st.xp, name[0], int(name[1:])
-    W, prev = st.v[f"W{l}"], st.layer(l - 1)
-    if x == "a":
-        return engine.propagate_a(xp, W, st.v[f"b{l}"], prev)
-    if x == "d":
-        return engine.propagate_d(xp, W, prev)
-    return engine.propagate_Q(xp, W, prev, data.plan)
-
-
-def compute_group(name: str, st: State, data: Data) -> Array:
-    """loss.compute_group: e_name, or r for "fit"."""
-    xp, v = st.xp, st.v
-    if name == "fit":
-        L = st.L
-        r = xp.matmul(v[f"W{L}"], st.fit.B)[:, 0, :]
-        r += v[f"b{L}"][:, None] * data.K
-        r -= data.Y
-        return r
-    if name == "a1":
-        return xp.matmul(v["W1"], data.Z) + v["b1"][:, :, None] - v["a1"]
-    if name == "d1":
-        return _T(xp, v["W1"])[:, :, :, None] - v["d1"]
-    e = layer_map(name, st, data)
-    e -= v[name]
-    return e
 
 
 def compute_terms(st: State, data: Data) -> Terms:
@@ -313,28 +251,10 @@ def _own_residual(xp: Any, own_map: Array, v: Array) -> Array:
     return xp.subtract(own_map[None], v.reshape((-1,) + own_map.shape)).reshape(v.shape)
 
 
-def penalty(terms: Terms, wt: Weights, L: int) -> Array:
-    """weights.penalty_from per seed, (S,)."""
-    xp = terms.xp
-    Pa = _dot(xp, wt.rho_a[1], terms.E("a1"))
-    for l in range(2, L):
-        Pa = Pa + _dot(xp, wt.rho_a[l], terms.E(f"a{l}"))
-    Pd = _sumall(xp, wt.rho_d[1] * terms.E("d1"))
-    for l in range(2, L):
-        Pd = Pd + _sumall(xp, wt.rho_d[l] * terms.E(f"d{l}"))
-    P = Pa
-    P += Pd
-    for l in range(2, L):
-        rho, Eq = wt.rho_q[l], terms.E(f"q{l}")
-        rq = rho[None, :, 0] if rho.ndim == 2 else rho[:, :, 0]
-        P += _dot(xp, xp.sum(Eq, axis=-1), rq)
-    return P
-
-
 def penalty_of(st: State, data: Data, terms: Terms) -> Array:
     """P per seed, (S,), of the state ``st`` whose terms are ``terms``, computed once for them."""
     if terms.P is None:
-        terms.P = penalty(terms, weights(st, data), st.L)
+        terms.P = penalty_from(terms.E, weights(st, data), st.xp, st.L)
     return terms.P
 
 
@@ -350,57 +270,15 @@ def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
 def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode: str = "frozen") -> Array:
     """loss.gradient per seed: dJ_S / d(block), the block's stacked shape; ``mode`` "through" adds, for the W,
     d and q blocks, the terms through omega and D: (||W_L||^2 / N) dP/d(norm) d(norm)/d(block)."""
-    g = _frozen_gradient(block, st, data, terms, wt)
+    g = frozen_gradient(block, st, data, terms, wt)
     x, l = block[0], int(block[1:])
     if mode != "through" or x not in "Wdq":
         return g
     xp, L = st.xp, st.L
     tape = wt.tape if wt.tape is not None else st._cached(("wt", 0), lambda: _weights(st, data)).tape  # L = 3
-    wp = partials.weight_partials(xp, L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(),
-                                  {k: st.nd(k) for k in range(1, L)}, {k: st.nq(k) for k in range(2, L)}, data.Sx,
-                                  terms.E)
-    f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N (S,)
-    v = st.v[block]
-    if block == "W1":
-        return g + _per_seed(f2, 3) * v * wp.dw1[:, None, :]
-    if x == "W":
-        return g + _per_seed(f2 * wp.dw[l], 3) * v
-    return g + _per_seed(f2, 4) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[:, :, None, :]
-
-
-def _frozen_gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights) -> Array:
-    """loss.gradient (weights frozen) per seed: dJ_S / d(block), the block's stacked shape."""
-    xp, L, N = st.xp, st.L, data.N
-    c = 2.0 / N
-    w3 = st.w_out
-    cw = c * w3
-    x, l = block[0], int(block[1:])
-    if block == "W1":
-        inner = xp.matmul(wt.rho_a[1][:, None, :] * terms.e["a1"], data.Z.T)
-        inner = inner + _T(xp, xp.sum(wt.rho_d[1][:, :, None, :] * terms.e["d1"], axis=3))
-        return _per_seed(cw, 3) * inner
-    if x == "W" and l < L:
-        ga, gd, gq = (_rho(wt, "a", l) * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
-                      _rho(wt, "q", l) * terms.e[f"q{l}"])
-        g = engine.weight_gradient(xp, ga, gd, gq, st.layer(l - 1), data.plan)
-        g *= _per_seed(cw, 3)
-        return g
-    if x in "adq" and l < L - 1:
-        m = l + 1
-        ga, gd, gq = (_rho(wt, "a", m) * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
-                      _rho(wt, "q", m) * terms.e[f"q{m}"])
-        g = engine.input_adjoints(xp, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan)["adq".index(x)]
-        g -= _rho(wt, x, l) * terms.e[block]
-        g *= _per_seed(cw, g.ndim)
-        return g
-    if x in "adq" and l == L - 1:
-        G = _T(xp, st.v[f"W{L}"]) * terms.r[:, None, :]
-        g = engine.fit_adjoints(xp, G, st.layer(l), data.plan, st.fit)["adq".index(x)]
-        g *= c
-        rho = _rho(wt, x, l)
-        g -= (_per_seed(cw, max(rho.ndim, 1)) * rho) * terms.e[block]
-        return g
-    raise KeyError(block)
+    wp = partials(L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(), {k: st.nd(k) for k in range(1, L)},
+                  {k: st.nq(k) for k in range(2, L)}, data.Sx, terms.E, xp)
+    return through_weights(g, block, st, data, wp)
 
 
 def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
@@ -572,7 +450,7 @@ class StackedIteration:
         trial = trials.BlockTrials(be, st.v[block], g, J0, evaluate, (st, terms), self.trials, self.unchanged_trials,
                                    self.unchanged_last.get(block, False), rule.shrink if rule else None,
                                    rule.max_tries if rule else 1, self.trial_batch,
-                                   _sumall(xp, g * g) if backtracking else None)  # ||g||^2 (S,)
+                                   sum_per_seed(xp, g * g) if backtracking else None)  # ||g||^2 (S,)
 
         def accept(payload, mask: np.ndarray) -> None:
             st2, t2 = payload
@@ -627,16 +505,10 @@ class StackedIteration:
         return X[:, None, :M], (X[:, M] if joint else None)
 
     def _solve_b(self, l: int) -> Array:
-        xp, st, data = self.xp, self.st, self.data
-        w = weights(st, data).rho_a[l]
-        A = data.Z if l == 1 else st.sig(l - 1).s0
-        num = xp.matmul(st.v[f"a{l}"] - xp.matmul(st.v[f"W{l}"], A), w[:, :, None])[:, :, 0]
-        return num / xp.sum(w, axis=1)[:, None]
+        return solve_b(l, self.st, self.data, weights(self.st, self.data))
 
     def _solve_bL(self) -> Array:
-        xp, st, data, L = self.xp, self.st, self.data, self.L
-        t = data.Y - xp.matmul(st.v[f"W{L}"], st.fit.B)[:, 0, :]
-        return _dot(xp, t, data.K[None, :]) / (data.K @ data.K)
+        return solve_b3(self.st, self.data)
 
     def sweep(self, active: np.ndarray, with_cond: bool) -> None:
         """One iteration of Algorithm 1 (2, 3) for the ``active`` seeds; a seed whose J_S stops being finite
@@ -664,7 +536,7 @@ class StackedIteration:
                 self.J_S = np.where(active, J, self.J_S)
             active &= np.isfinite(self.J_S)
 
-    def network(self) -> engine.StackedParams:
+    def network(self) -> Params:
         """The stacked network [(W_l (S, out, in), b_l (S, out))] on the device, b_L as (S, 1): the arrays of
         :meth:`params` (contiguous, as accel/pinn.stack uploads them) without a host copy."""
         xp, v, L = self.xp, self.st.v, self.L
@@ -678,10 +550,10 @@ class StackedIteration:
                 + [(host[f"W{L}"][s].copy(), np.array([host[f"b{L}"][s]]))] for s in range(self.S)]
 
 
-def pinn_J(be: Backend, params: engine.StackedParams, data: Data, plan: StackedPlan) -> np.ndarray:
+def pinn_J(be: Backend, params: Params, data: Data, plan: ChannelPlan) -> np.ndarray:
     """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked), from the
     stacked network on the device (:meth:`StackedIteration.network`) and the training data there."""
-    fp = engine.pinn_pass(be.xp, params, data.Z, plan, data.Y)
+    fp = pinn_pass(params, data.Z, plan, data.Y, be.xp)
     return be.host(_dot(be.xp, fp.R, fp.R) / fp.R.shape[1])
 
 
@@ -712,7 +584,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     progress = padding.real_seeds(progress, n_real)
     ld = Data.of(be, data)
     host = ld.host
-    pinn_plan = StackedPlan.of(xp, ChannelPlan.build(data.coef))
+    pinn_plan = ChannelPlan.build(data.coef).to(xp)
     S, L = len(params0), len(params0[0])
     C = theorem_constant(L, *SIGMA.constants, second=bool(host.S.size))
     factor = bound_factor(problem.pde, problem.d) * C

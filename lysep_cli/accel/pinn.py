@@ -15,11 +15,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from lysep_cli.accel import engine, padding, sigma
+from lysep_cli.accel import padding
 from lysep_cli.accel.backend import Backend
+from lysep_cli.numerics import sigma
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.dataset import TrainingData
-from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.network import Params, loss_and_grad
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import SolveResult, diverged
 from lysep_cli.solvers.pinn import Settings
@@ -31,13 +32,13 @@ StackProgress = Callable[[int, np.ndarray], None]
 """progress(k, J) after iteration k with J (S,) on the host, every ``sync_every`` iterations."""
 
 
-def stack(backend: Backend, params: list[Params]) -> engine.StackedParams:
+def stack(backend: Backend, params: list[Params]) -> Params:
     """S networks [(W_l, b_l)] -> one stacked network, on the device."""
     return [(backend.asarray(np.stack([p[l][0] for p in params])), backend.asarray(np.stack([p[l][1] for p in params])))
             for l in range(len(params[0]))]
 
 
-def unstack(backend: Backend, params: engine.StackedParams) -> list[Params]:
+def unstack(backend: Backend, params: Params) -> list[Params]:
     """One stacked network -> S networks on the host."""
     host = [(backend.host(W), backend.host(b)) for W, b in params]
     return [[(W[s].copy(), b[s].copy()) for W, b in host] for s in range(host[0][0].shape[0])]
@@ -60,18 +61,18 @@ def solve_stacked(backend: Backend, problem: Problem, data: TrainingData, params
     params0 = padding.padded(params0, padding.stack_size(xp, stack_to))
     progress = padding.real_seeds(progress, n)
     schedule = Settings.coerce(settings).schedule(iterations)
-    plan = engine.StackedPlan.of(xp, ChannelPlan.build(data.coef))
+    plan = ChannelPlan.build(data.coef).to(xp)
     Z, Y = backend.asarray(data.Z), backend.asarray(data.Y)
     params = stack(backend, params0)
     S = len(params0)
-    J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
+    J, grads = loss_and_grad(params, Z, plan, Y, xp)
     Js = [J]  # J after each iteration, stacked once at the end (no copy kernel an iteration)
     active = xp.isfinite(J)
     for k in range(iterations):
         eta = schedule(k)
         params = [(masked_step(xp, active, W, eta, gW), masked_step(xp, active, b, eta, gb))
                   for (W, b), (gW, gb) in zip(params, grads)]
-        J, grads = engine.loss_and_grad(xp, params, Z, plan, Y)
+        J, grads = loss_and_grad(params, Z, plan, Y, xp)
         Js.append(J)
         active &= xp.isfinite(J)
         if (k + 1) % sync_every == 0 or k + 1 == iterations:

@@ -11,7 +11,7 @@ copy, and then answers the rule's trials 0 .. k-1 from it; a trial beyond k is e
 k = 1.  The rule still calls the trials one by one and decides per seed exactly as it does with k = 1, so
 every seed's decisions, rule state, counters (``trials``, ``unchanged_trials``, which count only the trials
 the rule asks for) and accepted state are the k = 1 run's: a row's numbers are the same operations on the
-same bits per seed (a seed's numbers do not depend on its stack, accel/engine.py).
+same bits per seed (a seed's numbers do not depend on its stack, numerics/channels.py).
 
 Shapes: S seeds; a block's variable x and its gradient g (S, ...); J0, t, trying (S,); a batch of r rows:
 the steps (r, S), the states' variable (r S, ...) (row i's seeds at i S .. (i+1) S - 1), J and the
@@ -26,7 +26,7 @@ from typing import Any, Callable, Hashable
 import numpy as np
 
 from lysep_cli.accel.backend import Backend
-from lysep_cli.accel.engine import Array
+from lysep_cli.numerics.channels import Array
 
 #: the trial batch on CuPy: the k whose counted launches predict the least time
 #: (benchmarks/logs/gpu-2026-11.md, "Batched trials"; benchmarks/launch_count.py --trial-batches 1,2,3)

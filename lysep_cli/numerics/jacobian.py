@@ -116,9 +116,8 @@ def residual_jacobian(params: Params, Z: np.ndarray, coef: OperatorCoefficients,
     out[:, offs[-1][0]:] = output_layer_system(params, Z, coef, fp)[0]
     # Per-sample adjoints of the last hidden layer: the fit adjoints seeded with G = W_L^T 1^T.
     G = np.repeat(params[-1][0][0][:, None], N, axis=1)
-    adj = ch_engine.fit_adjoints(G, fp.last, plan, fp.fit)
-    ga, gd, gQ = adj["a"], adj["d"], adj["Q"]
-    layers = [ch_engine.materialise(layer, plan) for layer in fp.layers]
+    ga, gd, gQ = ch_engine.fit_adjoints(np, G, fp.last, plan, fp.fit)
+    layers = [ch_engine.materialise(np, layer, plan) for layer in fp.layers]
     for l in range(L - 2, -1, -1):
         W, _ = params[l]
         kW, kb = offs[l]
@@ -132,6 +131,6 @@ def residual_jacobian(params: Params, Z: np.ndarray, coef: OperatorCoefficients,
         else:
             prev = layers[l - 1]
             gQ_ = gQ if gQ is not None else np.zeros((0,) + ga.shape)
-            np.matmul(_stack(ga, gd, gQ_).transpose(0, 2, 1), _stack(*ch_engine.layer_inputs(prev, plan)), out=JW)
-            ga, gd, gQ = ch_engine.input_adjoints(W, ga, gd, gQ, prev, plan)
+            np.matmul(_stack(ga, gd, gQ_).transpose(0, 2, 1), _stack(*ch_engine.layer_inputs(np, prev, plan)), out=JW)
+            ga, gd, gQ = ch_engine.input_adjoints(np, W, ga, gd, gQ, prev, plan)
     return out

@@ -24,6 +24,7 @@ Levenberg-Marquardt residual), and the PINN loss with its hand-derived gradient 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,9 @@ from lysep_cli.numerics.activation import SIGMA
 from lysep_cli.numerics.channels import ChannelPlan
 from lysep_cli.numerics.problems import OperatorCoefficients
 
-Params = list[tuple[np.ndarray, np.ndarray]]
-"""[(W_1, b_1), ..., (W_L, b_L)]: W_l (out, in), b_l (out,)."""
+Array = Any  # an array of the namespace xp (numpy.ndarray or cupy.ndarray)
+Params = list[tuple[Array, Array]]
+"""[(W_1, b_1), ..., (W_L, b_L)]: W_l (out, in), b_l (out,); stacked: W_l (S, out, in), b_l (S, out)."""
 
 
 #: the initial networks a run can start from (the ``init`` setting of the network solvers)
@@ -102,15 +104,15 @@ def forward(params: Params, Z: np.ndarray) -> Channels:
     """All channels at the points Z (n_in, N), q_j for every input j."""
     n_in, N = Z.shape
     plan = _all_inputs_plan(n_in)
-    layers = [ch_engine.first_layer(*params[0], Z)]
+    layers = [ch_engine.first_layer(np, *params[0], Z)]
     for W, b in params[1:-1]:
-        layers.append(ch_engine.next_layer(W, b, layers[-1], plan))
-    full = [ch_engine.materialise(layer, plan) for layer in layers]
+        layers.append(ch_engine.next_layer(np, W, b, layers[-1], plan))
+    full = [ch_engine.materialise(np, layer, plan) for layer in layers]
     A = [layer.a for layer in full]
     D = [layer.d for layer in full]
     Q = [np.zeros_like(full[0].d)] + [layer.Q for layer in full[1:]]
     WL, bL = params[-1]
-    h, hd, hdd = ch_engine.layer_inputs(ch_engine.Layer(A[-1], full[-1].sig, D[-1], Q[-1]), plan)
+    h, hd, hdd = ch_engine.layer_inputs(np, ch_engine.Layer(A[-1], full[-1].sig, D[-1], Q[-1]), plan)
     phi = (WL @ h)[0] + bL[0]
     phi_d = np.matmul(WL, hd)[:, 0, :]
     phi_dd = np.matmul(WL, hdd)[:, 0, :]
@@ -133,24 +135,25 @@ def residual(ch: Channels, coef: OperatorCoefficients, Y: np.ndarray) -> np.ndar
 
 @dataclass
 class PinnPass:
-    """One forward pass of the engine: hidden layers 1..L-1, the fit matrix at the last, R (N,)."""
+    """One forward pass of the engine: hidden layers 1..L-1, the fit matrix at the last, R ((S,) N)."""
 
     layers: list[ch_engine.Layer]
     last: ch_engine.Layer
     fit: ch_engine.Fit
-    R: np.ndarray
+    R: Array
 
 
-def pinn_pass(params: Params, Z: np.ndarray, plan: ChannelPlan, Y: np.ndarray) -> PinnPass:
-    """Channels (second derivatives grouped as the plan says), B of `eq:GD_W3` and R = W_L B + b_L K - Y."""
-    layers = [ch_engine.first_layer(*params[0], Z)]
+def pinn_pass(params: Params, Z: Array, plan: ChannelPlan, Y: Array, xp: Any = np) -> PinnPass:
+    """Channels (second derivatives grouped as the plan says), B of `eq:GD_W3` and R = W_L B + b_L K - Y, for
+    one network or a stack of them (a leading seed axis on every W_l, b_l; channels.py)."""
+    layers = [ch_engine.first_layer(xp, *params[0], Z)]
     for W, b in params[1:-1]:
-        layers.append(ch_engine.next_layer(W, b, layers[-1], plan))
-    last = ch_engine.materialise(layers[-1], plan)
-    fit = ch_engine.fit_matrix(last, plan)
+        layers.append(ch_engine.next_layer(xp, W, b, layers[-1], plan))
+    last = ch_engine.materialise(xp, layers[-1], plan)
+    fit = ch_engine.fit_matrix(xp, last, plan)
     WL, bL = params[-1]
-    R = WL[0] @ fit.B
-    R += bL[0] * plan.K
+    R = xp.matmul(WL, fit.B)[..., 0, :]
+    R += bL[..., 0:1] * plan.K
     R -= Y
     return PinnPass(layers, last, fit, R)
 
@@ -162,31 +165,37 @@ def pinn_loss(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.n
     return float(R @ R / R.size)
 
 
-def backward(params: Params, Z: np.ndarray, fp: PinnPass, plan: ChannelPlan, g: np.ndarray) -> Params:
-    """Gradients of sum_n g_n R_n with respect to every (W_l, b_l), g (N,): the reverse pass of the engine."""
+def backward(params: Params, Z: Array, fp: PinnPass, plan: ChannelPlan, g: Array, xp: Any = np) -> Params:
+    """Gradients of sum_n g_n R_n with respect to every (W_l, b_l), g ((S,) N): the reverse pass of the engine."""
     L = len(params)
     grads: Params = [None] * L  # type: ignore[list-item]
     WL, _ = params[-1]
-    grads[-1] = ((fp.fit.B @ g)[None, :], np.array([plan.K @ g]))
-    G = WL[0][:, None] * g[None, :]  # adjoint of B
-    adj = ch_engine.fit_adjoints(G, fp.last, plan, fp.fit)
-    ga, gd, gQ = adj["a"], adj["d"], adj["Q"]
+    grads[-1] = (ch_engine._T(xp, xp.matmul(fp.fit.B, g[..., :, None])), ch_engine._dot(xp, g, plan.K)[..., None])
+    G = ch_engine._T(xp, WL) * g[..., None, :]  # adjoint of B
+    ga, gd, gQ = ch_engine.fit_adjoints(xp, G, fp.last, plan, fp.fit)
     if L == 2:  # layer 1 is the last hidden layer: d_1j = W_1(:, j), q_1j = 0
-        grads[0] = (ga @ Z.T + gd.sum(axis=2).T, ga.sum(axis=1))
+        grads[0] = (xp.matmul(ga, Z.T) + ch_engine._T(xp, gd.sum(axis=-1)), ga.sum(axis=-1))
         return grads
     for l in range(L - 2, 1, -1):  # W_{l+1} maps hidden layer l to l+1 (0-based list index l)
         W, _ = params[l]
         prev = fp.layers[l - 1]
-        grads[l] = (ch_engine.weight_gradient(ga, gd, gQ, prev, plan), ga.sum(axis=1))
-        ga, gd, gQ = ch_engine.input_adjoints(W, ga, gd, gQ, prev, plan)
-    grads[1], grads[0] = ch_engine.first_layers_backward(params[1][0], ga, gd, gQ, fp.layers[0], plan, Z)
+        grads[l] = (ch_engine.weight_gradient(xp, ga, gd, gQ, prev, plan), ga.sum(axis=-1))
+        ga, gd, gQ = ch_engine.input_adjoints(xp, W, ga, gd, gQ, prev, plan)
+    grads[1], grads[0] = ch_engine.first_layers_backward(xp, params[1][0], ga, gd, gQ, fp.layers[0], plan, Z,
+                                                         fp.layers[1].first)
     return grads
+
+
+def loss_and_grad(params: Params, Z: Array, plan: ChannelPlan, Y: Array, xp: Any = np) -> tuple[Array, Params]:
+    """J = (1/N) ||R||^2 ((S,) or a scalar) and dJ/d(W_l, b_l) for every layer, for one network or a stack."""
+    fp = pinn_pass(params, Z, plan, Y, xp)
+    N = fp.R.shape[-1]
+    J = ch_engine._dot(xp, fp.R, fp.R) / N
+    return J, backward(params, Z, fp, plan, (2.0 / N) * fp.R, xp)
 
 
 def pinn_loss_and_grad(params: Params, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray,
                        plan: ChannelPlan | None = None) -> tuple[float, Params]:
-    """J and dJ/d(W_l, b_l) for every layer, hand-derived reverse mode through the channels."""
-    plan = plan or ChannelPlan.build(coef)
-    fp = pinn_pass(params, Z, plan, Y)
-    N = fp.R.size
-    return float(fp.R @ fp.R / N), backward(params, Z, fp, plan, (2.0 / N) * fp.R)
+    """J and dJ/d(W_l, b_l) of one network (:func:`loss_and_grad` without a seed axis)."""
+    J, grads = loss_and_grad(params, Z, plan or ChannelPlan.build(coef), Y)
+    return float(J), grads

@@ -46,7 +46,8 @@ from lysep_cli.numerics.activation import SIGMA, SigmaValues
 from lysep_cli.numerics.channels import ChannelPlan, Fit, Layer
 from lysep_cli.numerics.network import Params, forward
 from lysep_cli.numerics.problems import OperatorCoefficients
-from lysep_cli.solvers.lysep.weights import Norms, Weights, penalty_from, weight_partials, weights_from
+from lysep_cli.solvers.lysep.weights import (Norms, WeightPartials, Weights, penalty_from, per_seed, weight_partials,
+                                             weights_from)
 
 WeightMode = Literal["frozen", "through"]
 
@@ -108,6 +109,8 @@ class LySepState:
     stacked; q_l (|S|, M, N) for l = 2..L-1 (q_1i = 0).  sigma^(k)(a_l), the per-sample norms and B are
     cached once per value of the variables they depend on.
     """
+
+    xp = np  # the array namespace (the stacked state of accel/lysep.py: its backend's)
 
     def __init__(self, L: int, v: dict, plan: ChannelPlan, cache: dict | None = None):
         if L < 2:
@@ -175,7 +178,7 @@ class LySepState:
     @property
     def fit(self) -> Fit:
         """B of `eq:GD_W3` (and its sums U, V) at (a_{L-1}, d_{L-1}, q_{L-1}); W_L, b_L do not enter."""
-        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(self.layer(self.L - 1), self._plan))
+        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(np, self.layer(self.L - 1), self._plan))
 
     def norms(self) -> Norms:
         """The squared norms the self-adaptive weights depend on."""
@@ -250,34 +253,34 @@ def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
 def layer_map(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     """The engine's layer map of constraint ``name`` ("a2", "d2", "q2", ...: l >= 2), a new array: what
     (a, d, q)_l should be given layer l-1's auxiliary variables and W_l, b_l (`eq:var_a`, `eq:var_d`,
-    `eq:var_q`)."""
+    `eq:var_q`).  A state of one seed or a stack of them (accel/lysep.State: a leading seed axis)."""
     x, l = name[0], int(name[1:])
-    W, prev = st.v[f"W{l}"], st.layer(l - 1)
+    xp, W, prev = st.xp, st.v[f"W{l}"], st.layer(l - 1)
     if x == "a":
-        return ch_engine.propagate_a(W, st.v[f"b{l}"], prev)
+        return ch_engine.propagate_a(xp, W, st.v[f"b{l}"], prev)
     if x == "d":
-        return ch_engine.propagate_d(W, prev, data.plan)
+        return ch_engine.propagate_d(xp, W, prev, data.plan)
     if x == "q":
-        return ch_engine.propagate_Q(W, prev, data.plan)
+        return ch_engine.propagate_Q(xp, W, prev, data.plan)
     raise KeyError(name)
 
 
 def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     """The constraint residual e_name (or r for "fit"): the engine's layer map applied to the auxiliary
-    variables of layer l-1, minus those of layer l (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
+    variables of layer l-1, minus those of layer l (`eq:var_a`, `eq:var_d`, `eq:var_q`); one seed or a stack."""
+    xp, v = st.xp, st.v
     if name == "fit":
         L = st.L
-        r = st.v[f"W{L}"][0] @ st.fit.B
-        r += st.v[f"b{L}"] * data.K
+        r = xp.matmul(v[f"W{L}"], st.fit.B)[..., 0, :]
+        r += per_seed(v[f"b{L}"], 2) * data.K
         r -= data.Y
         return r
-    x, l = name[0], int(name[1:])
     if name == "a1":
-        return st.W1 @ data.Z + st.b1[:, None] - st.a1
+        return xp.matmul(v["W1"], data.Z) + v["b1"][..., None] - v["a1"]
     if name == "d1":
-        return st.W1.T[:, :, None] - st.d1
+        return ch_engine._T(xp, v["W1"])[..., None] - v["d1"]
     e = layer_map(name, st, data)
-    e -= st.v[name]
+    e -= v[name]
     return e
 
 
@@ -353,60 +356,72 @@ def gradient_blocks(L: int) -> tuple[str, ...]:
 
 
 def _rho(wt: Weights, x: str, l: int) -> np.ndarray:
-    """rho of constraint x_l shaped to multiply its residual (M, N) or (n, M, N)."""
-    if x == "a":
-        return wt.rho_a[l]
-    return (wt.rho_d if x == "d" else wt.rho_q)[l][:, None, :]
+    """rho of constraint x_l shaped to multiply its residual ((S,) M, N) or ((S,) n, M, N): rho_a ((S,) N),
+    rho_d ((S,) n_in, N), rho_q ((S,) |S|, 1) (shared by a stack's seeds at l = L-1)."""
+    return (wt.rho_a if x == "a" else wt.rho_d if x == "d" else wt.rho_q)[l][..., None, :]
+
+
+def frozen_gradient(block: str, st: LySepState, data: LySepData, terms: Terms, wt: Weights) -> np.ndarray:
+    """dJ_S / d(block) with omega and D held fixed, the block's shape; one seed, or a stack (accel/lysep.py:
+    every variable, rho and the per-seed scalars with a leading seed axis)."""
+    xp, L, N = st.xp, st.L, data.N
+    c = 2.0 / N
+    w3 = st.w_out
+    cw = c * w3
+    x, l = block[0], int(block[1:])
+    if block == "W1":
+        inner = xp.matmul(_rho(wt, "a", 1) * terms.e["a1"], data.Z.T)
+        inner = inner + ch_engine._T(xp, xp.sum(_rho(wt, "d", 1) * terms.e["d1"], axis=-1))
+        return per_seed(cw, 3) * inner
+    if x == "W" and l < L:
+        # Reverse step through the layer map (a, d, q)_{l-1} -> (a, d, q)_l seeded with the weighted residuals.
+        ga, gd, gq = (_rho(wt, "a", l) * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
+                      _rho(wt, "q", l) * terms.e[f"q{l}"])
+        g = ch_engine.weight_gradient(xp, ga, gd, gq, st.layer(l - 1), data.plan)
+        g *= per_seed(cw, 3)
+        return g
+    channel = {"a": "a", "d": "d", "q": "Q"}.get(x)
+    if channel and l < L - 1:
+        # Through layer l+1's constraints: the engine's input adjoints seeded with the weighted residuals.
+        m = l + 1
+        ga, gd, gq = (_rho(wt, "a", m) * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
+                      _rho(wt, "q", m) * terms.e[f"q{m}"])
+        g = ch_engine.input_adjoints(xp, st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
+                                     outputs=(channel,))["adQ".index(channel)]
+        del ga, gd, gq
+        g -= _rho(wt, x, l) * terms.e[block]
+        g *= per_seed(cw, g.ndim)
+        return g
+    if channel and l == L - 1:
+        # Through the fit term: the engine's adjoints of B seeded with G = W_L^T r.
+        G = ch_engine._T(xp, st.v[f"W{L}"]) * terms.r[..., None, :]
+        g = ch_engine.fit_adjoints(xp, G, st.layer(l), data.plan, st.fit, outputs=(channel,))["adQ".index(channel)]
+        g *= c
+        e = terms.e[block]
+        g -= (per_seed(cw, e.ndim) * _rho(wt, x, l)) * e
+        return g
+    raise KeyError(block)
 
 
 def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: WeightMode = "frozen",
              wt: Weights | None = None) -> np.ndarray:
     """dJ_S / d(block), same shape as the block's variable.  Blocks: :func:`gradient_blocks`."""
     wt = weights(st, data) if wt is None else wt
-    L, N = st.L, data.N
-    c = 2.0 / N
-    w3 = st.w_out
-    cw = c * w3
+    g = frozen_gradient(block, st, data, terms, wt)
     x, l = block[0], int(block[1:])
-    if block == "W1":
-        g = cw * ((wt.rho_a[1] * terms.e["a1"]) @ data.Z.T
-                  + np.sum(wt.rho_d[1][:, None, :] * terms.e["d1"], axis=2).T)
-    elif x == "W" and l < L:
-        # Reverse step through the layer map (a, d, q)_{l-1} -> (a, d, q)_l seeded with the weighted residuals.
-        ga, gd, gq = (wt.rho_a[l] * terms.e[f"a{l}"], _rho(wt, "d", l) * terms.e[f"d{l}"],
-                      _rho(wt, "q", l) * terms.e[f"q{l}"])
-        g = ch_engine.weight_gradient(ga, gd, gq, st.layer(l - 1), data.plan)
-        g *= cw
-    elif x in "adq" and l < L - 1:
-        # Through layer l+1's constraints: the engine's input adjoints seeded with the weighted residuals.
-        m = l + 1
-        ga, gd, gq = (wt.rho_a[m] * terms.e[f"a{m}"], _rho(wt, "d", m) * terms.e[f"d{m}"],
-                      _rho(wt, "q", m) * terms.e[f"q{m}"])
-        adj = ch_engine.input_adjoints(st.v[f"W{m}"], ga, gd, gq, st.layer(l), data.plan,
-                                       outputs=({"a": "a", "d": "d", "q": "Q"}[x],))
-        del ga, gd, gq
-        g = adj["adq".index(x)]
-        g -= _rho(wt, x, l) * terms.e[block]
-        g *= cw
-    elif x in "adq" and l == L - 1:
-        # Through the fit term: the engine's adjoints of B seeded with G = W_L^T r.
-        G = st.v[f"W{L}"][0][:, None] * terms.r[None, :]
-        channel = {"a": "a", "d": "d", "q": "Q"}[x]
-        adj = ch_engine.fit_adjoints(G, st.layer(l), data.plan, st.fit, channels=(channel,))[channel]
-        g = adj
-        g *= c
-        g -= (cw * _rho(wt, x, l)) * terms.e[block]
-    else:
-        raise KeyError(block)
     if mode == "through" and x in "Wdq":
-        wp = weight_partials(data, wt, terms.E)
-        f = w3 / N
-        if block == "W1":
-            g = g + f * 2.0 * st.W1 * wp.dw1[None, :]
-        elif x == "W":
-            g = g + f * 2.0 * wp.dw[l] * st.v[block]
-        elif x == "d":
-            g = g + f * 2.0 * st.v[block] * wp.dn[l][:, None, :]
-        else:
-            g = g + f * 2.0 * st.v[block] * wp.dnq[l][:, None, :]
+        g = through_weights(g, block, st, data, weight_partials(data, wt, terms.E))
     return g
+
+
+def through_weights(g: np.ndarray, block: str, st: LySepState, data: LySepData, wp: WeightPartials) -> np.ndarray:
+    """g plus the terms through omega and D of a W, d or q block, (||W_L||^2 / N) dP/d(norm) d(norm)/d(block),
+    from the weights' partials ``wp``; one seed or a stack."""
+    x, l = block[0], int(block[1:])
+    f2 = st.w_out / data.N * 2.0  # f * 2.0, f = ||W_L||^2 / N
+    v = st.v[block]
+    if block == "W1":
+        return g + per_seed(f2, 3) * v * wp.dw1[..., None, :]
+    if x == "W":
+        return g + per_seed(f2 * wp.dw[l], 3) * v
+    return g + per_seed(f2, v.ndim) * v * (wp.dn[l] if x == "d" else wp.dnq[l])[..., None, :]

@@ -24,10 +24,11 @@ def solve_b(l: int, st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
     shape (M,), with A_1 = Z, A_l = sigma(a_{l-1}).
 
     rho_al(n) sums omega * D(n,n)^2 over the penalties of a_l's constraint (a weighted least-squares mean).
+    One seed, or a stack (accel/lysep.py: a leading seed axis, b_l (S, M)).
     """
-    w = wt.rho_a[l]
+    xp, w = st.xp, wt.rho_a[l]
     A = data.Z if l == 1 else st.sig(l - 1).s0
-    return (st.v[f"a{l}"] - st.v[f"W{l}"] @ A) @ w / np.sum(w)
+    return xp.matmul(st.v[f"a{l}"] - xp.matmul(st.v[f"W{l}"], A), w[..., :, None])[..., 0] / xp.sum(w, axis=-1)[..., None]
 
 
 def solve_b1(st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
@@ -87,10 +88,12 @@ def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: 
 solve_WL = solve_W3
 
 
-def solve_b3(st: LySepState, data: LySepData) -> float:
-    """`eq:GD_b3` for b_L: K * b_L 1^T = Y - W_L B in the least-squares sense."""
-    t = data.Y - (st.v[f"W{st.L}"] @ fit_matrix(st, data))[0]
-    return float(data.K @ t / (data.K @ data.K))
+def solve_b3(st: LySepState, data: LySepData):
+    """`eq:GD_b3` for b_L: K * b_L 1^T = Y - W_L B in the least-squares sense; a float, or (S,) for a stack."""
+    xp = st.xp
+    t = data.Y - xp.matmul(st.v[f"W{st.L}"], fit_matrix(st, data))[..., 0, :]
+    b = xp.matmul(t[..., None, :], data.K[:, None])[..., 0, 0] / (data.K @ data.K)  # K . t per seed
+    return float(b) if np.ndim(b) == 0 else b
 
 
 solve_bL = solve_b3

@@ -68,11 +68,17 @@ class Weights:
         return self.norms.L
 
 
-def derivative_bounds(norms: Norms) -> dict[int, np.ndarray]:
-    """dh_l = w_l .. w_2 w1 (n_in,): the squared bound of |d-hat_li| without B'^(l-1)."""
-    dh = {1: norms.w1}
-    for l in range(2, norms.L):
-        dh[l] = norms.w[l] * dh[l - 1]
+def per_seed(x, ndim: int):
+    """A per-seed scalar shaped to multiply an array of ``ndim`` dimensions seed by seed: (S,) -> (S, 1, ...),
+    and a run alone's float itself."""
+    return x if np.ndim(x) == 0 else x.reshape((x.shape[0],) + (1,) * (ndim - 1))
+
+
+def derivative_bounds(L: int, w: dict, w1: np.ndarray) -> dict[int, np.ndarray]:
+    """dh_l = w_l .. w_2 w1 ((S,) n_in): the squared bound of |d-hat_li| without B'^(l-1)."""
+    dh = {1: w1}
+    for l in range(2, L):
+        dh[l] = per_seed(w[l], 2) * dh[l - 1]
     return dh
 
 
@@ -104,52 +110,65 @@ def _paper_grouping(data, wt: Weights) -> None:
 
 
 def _backward_pass(data, norms: Norms) -> Weights:
-    """The backward pass over the layers (module docstring), any L >= 2."""
-    S, L = data.S, norms.L
-    dh = derivative_bounds(norms)
-    gT = data.kj[:, None]
-    gP = data.hj[S][:, None]
-    gR = data.k
+    """The backward pass over the layers (module docstring), any L >= 2, of one seed."""
+    parts = backward_pass(norms.L, norms.w, norms.w1, norms.nd, norms.nq, data.S, data.kj[:, None],
+                          data.hj[data.S][:, None], data.k)
+    return Weights(*parts[:3], norms, parts[3])
+
+
+def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, xp=np) -> tuple[dict, dict, dict, dict]:
+    """rho_a, rho_d, rho_q and the tape (gT, gP, gS, gR) per layer by the backward pass (module docstring), for
+    one seed or a stack of them (accel/lysep.py: a leading seed axis): w {l: ||W_l||^2, a float or (S,)},
+    w1 ((S,) n_in), nd {l: ((S,) n_in, N)}, nq {l: ((S,) |S|, N)}; S the second-derivative inputs, kj (n_in, 1)
+    and hS (|S|, 1) their |K_j|^2 and |K-hat_j|^2, k = |K|^2."""
+    dh = derivative_bounds(L, w, w1)
+    gT, gP, gR = kj, hS, k
     rho_a, rho_d, rho_q, tape = {}, {}, {}, {}
     for l in range(L - 1, 0, -1):  # loop over the layers, output side first
-        n = norms.nd[l]
-        dhS = dh[l][S][:, None]
-        gS = gT + np.zeros_like(n)
-        gS[S] += gP * (dhS + n[S])
-        second = dhS * n[S]
+        n = nd[l]
+        dhS = dh[l][..., S][..., None]
+        gS = gT + xp.zeros_like(n)
+        gS[..., S, :] += gP * (dhS + n[..., S, :])
+        second = dhS * n[..., S, :]
         if l >= 2:
-            second = second + norms.nq[l]
-        gRl = gR + np.sum(gT * n, 0) + np.sum(gP * second, 0)
+            second = second + nq[l]
+        gRl = gR + xp.sum(gT * n, axis=-2) + xp.sum(gP * second, axis=-2)
         tape[l] = (gT, gP, gS, gRl)
         rho_a[l], rho_d[l] = gRl, gS
         if l >= 2:
             rho_q[l] = gP
-            w = norms.w[l]
-            gT, gP, gR = w * gS, w * gP, w * gRl
-    return Weights(rho_a, rho_d, rho_q, norms, tape)
+            wl3 = per_seed(w[l], 3)
+            gT, gP, gR = wl3 * gS, wl3 * gP, per_seed(w[l], 2) * gRl
+    return rho_a, rho_d, rho_q, tape
 
 
-def penalty_from(E, wt: Weights) -> float:
-    """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..)."""
-    L = wt.L
-    Pa = wt.rho_a[1] @ E("a1")
+def penalty_from(E, wt: Weights, xp=np, L: int | None = None):
+    """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..): a float
+    for one seed, (S,) for a stack (accel/lysep.py's weights, of depth ``L``)."""
+    L = wt.L if L is None else L
+    stacked = wt.rho_a[1].ndim == 2
+
+    def dot(x, y):  # x . y over the last axis, per seed: a dot (NumPy's for 1-D @ 1-D)
+        return xp.matmul(x[..., None, :], y[..., :, None])[..., 0, 0]
+
+    total = (lambda x: sum_per_seed(xp, x)) if stacked else np.sum  # noqa: E731
+    Pa = dot(wt.rho_a[1], E("a1"))
     for l in range(2, L):
-        Pa = Pa + wt.rho_a[l] @ E(f"a{l}")
-    Pd = np.sum(wt.rho_d[1] * E("d1"))
+        Pa = Pa + dot(wt.rho_a[l], E(f"a{l}"))
+    Pd = total(wt.rho_d[1] * E("d1"))
     for l in range(2, L):
-        Pd = Pd + np.sum(wt.rho_d[l] * E(f"d{l}"))
+        Pd = Pd + total(wt.rho_d[l] * E(f"d{l}"))
     P = Pa
     P += Pd
-    for l in range(2, L):
-        rho, Eq = wt.rho_q[l], E(f"q{l}")
-        P += rho[:, 0] @ np.sum(Eq, axis=-1) if rho.shape[1] == 1 else np.sum(rho * Eq)
-    return float(P)
+    for l in range(2, L):  # rho_q ((S,) |S|, 1): one weight per channel
+        P += dot(xp.sum(E(f"q{l}"), axis=-1), wt.rho_q[l][..., 0])
+    return P if stacked else float(P)
 
 
 @dataclass
 class WeightPartials:
     """dP/d(norms) of P = sum_c <rho_c, E_c>: dw {l: float} (l = 2..L-1), dw1 (n_in,), dn {l: (n_in, N)},
-    dnq {l: (|S|, N)}."""
+    dnq {l: (|S|, N)}; each with a leading seed axis for a stack."""
 
     dw: dict[int, float]
     dw1: np.ndarray
@@ -157,41 +176,57 @@ class WeightPartials:
     dnq: dict[int, np.ndarray]
 
 
+def sum_per_seed(xp, x):
+    """sum(x) of one seed's array (a NumPy scalar), or of each seed's of a stack ((S,): x (S, ...))."""
+    return xp.ascontiguousarray(x).reshape(x.shape[0], -1).sum(axis=1)
+
+
 def weight_partials(data, wt: Weights, E) -> WeightPartials:
     """The adjoint of :func:`weights_from` seeded with the squared residuals E(name): layers 1 .. L-1."""
-    S, L, norms = data.S, wt.L, wt.norms
-    dh = derivative_bounds(norms)
-    n_in = data.kj.size
+    nm = wt.norms
+    return partials(wt.L, wt.tape, nm.w, nm.w1, nm.nd, nm.nq, data.S, E)
+
+
+def partials(L: int, tape: dict[int, tuple], w: dict, w1, nd: dict, nq: dict, S, E, xp=np) -> WeightPartials:
+    """The adjoint of the backward pass (:func:`backward_pass`, its ``tape``) seeded with the squared residuals
+    E(name), for one seed or a stack (w1 (S, n_in) and every array with a leading seed axis): layers
+    1 .. L-1, then dh_l = w_l dh_{l-1}."""
+    stacked = w1.ndim == 2
+    total = (lambda x: sum_per_seed(xp, x)) if stacked else np.sum  # noqa: E731
+    dh = derivative_bounds(L, w, w1)
+    n_in = w1.shape[-1]
     lamT = lamP = lamR = None
     dw, dn, dnq, ddh = {}, {}, {}, {}
     for l in range(1, L):  # the reverse of the weights' pass: input side first
-        gT, gP, gS, gRl = wt.tape[l]
-        n = norms.nd[l]
-        lS = np.array(E(f"d{l}"), dtype=float)
-        lR = np.array(E(f"a{l}"), dtype=float)
-        lP = np.zeros_like(gP * n[S])
+        gT, gP, gS, gRl = tape[l]
+        n = nd[l]
+        nS = n[..., S, :]
+        lS = xp.array(E(f"d{l}"), dtype=float)
+        lR = xp.array(E(f"a{l}"), dtype=float)
+        lP = xp.zeros_like(gP * nS)
         if l >= 2:
-            w = norms.w[l]
-            lS += w * lamT
-            lR += w * lamR
-            lP += E(f"q{l}") + w * lamP
-            dw[l] = float(np.sum(gS * lamT) + np.sum(gP * lamP) + np.sum(gRl * lamR))
-        dhS = dh[l][S][:, None]
-        gP_full = np.zeros((n_in,) + n.shape[1:])
-        gP_full[S] = gP
-        second = dhS * n[S] + (norms.nq[l] if l >= 2 else 0.0)
-        lamT = lS + lR[None, :] * n
-        lamP = lP + lS[S] * (dhS + n[S]) + lR[None, :] * second
+            wl3 = per_seed(w[l], 3)
+            lS += wl3 * lamT
+            lR += per_seed(w[l], 2) * lamR
+            lP += E(f"q{l}") + wl3 * lamP
+            dw[l] = total(gS * lamT) + total(gP * lamP) + total(gRl * lamR)
+        dhS = dh[l][..., S][..., None]
+        gP_full = xp.zeros(n.shape)
+        gP_full[..., S, :] = gP
+        second = dhS * nS + (nq[l] if l >= 2 else 0.0)
+        lR1 = lR[..., None, :]
+        lamT = lS + lR1 * n
+        lamP = lP + lS[..., S, :] * (dhS + nS) + lR1 * second
         lamR = lR
-        dn[l] = lR[None, :] * (gT + gP_full * dh[l][:, None]) + lS * gP_full
+        dn[l] = lR1 * (gT + gP_full * dh[l][..., None]) + lS * gP_full
         if l >= 2:
-            dnq[l] = lR[None, :] * gP
-        d = np.zeros(n_in)
-        d[S] = np.sum(lS[S] * gP + lR[None, :] * gP * n[S], axis=1)
+            dnq[l] = lR1 * gP
+        d = xp.zeros(n.shape[:-2] + (n_in,))
+        d[..., S] = xp.sum(lS[..., S, :] * gP + lR1 * gP * nS, axis=-1)
         ddh[l] = d
     for l in range(L - 1, 1, -1):  # dh_l = w_l dh_{l-1}
-        dw[l] += float(ddh[l] @ dh[l - 1])
-        ddh[l - 1] = ddh[l - 1] + norms.w[l] * ddh[l]
+        dw[l] += xp.matmul(ddh[l][..., None, :], dh[l - 1][..., :, None])[..., 0, 0]  # a dot per seed
+        ddh[l - 1] = ddh[l - 1] + per_seed(w[l], 2) * ddh[l]
     return WeightPartials(dw, ddh[1], dn, dnq)
 
 
