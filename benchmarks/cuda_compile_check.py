@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("sigma", "engine", "pinn", "lysep", "lstsq", "backend")
+MODULES = ("numerics.sigma", "numerics.channels", "accel.pinn", "accel.lysep", "accel.lstsq", "accel.backend")
 OPTIONS = ["--fmad=false", "-arch=compute_90"]
 
 
 def sources() -> Iterator[tuple[str, str]]:
-    """(where, CUDA source) of every kernel source of lysep_cli/accel."""
+    """(where, CUDA source) of every kernel source of the engine (lysep_cli/numerics and lysep_cli/accel)."""
     for name in MODULES:
-        module = importlib.import_module(f"lysep_cli.accel.{name}")
+        module = importlib.import_module(f"lysep_cli.{name}")
         for attr, value in sorted(vars(module).items()):
             if isinstance(value, str) and "__global__" in value:
-                yield f"accel/{name}.py {attr}", value
+                yield f"{name.replace('.', '/')}.py {attr}", value
         if callable(getattr(module, "cuda_source", None)):
-            yield f"accel/{name}.py cuda_source()", module.cuda_source()
+            yield f"{name.replace('.', '/')}.py cuda_source()", module.cuda_source()
 
 
 def kernels(source: str) -> list[str]:

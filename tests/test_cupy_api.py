@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "lysep_cli/accel").glob("*.py")) + [ROOT / "benchmarks/gpu_check.py"]
+SOURCES = sorted([*(ROOT / "lysep_cli/accel").glob("*.py"), *(ROOT / "lysep_cli/numerics").glob("*.py"),
+                  *(ROOT / "lysep_cli/solvers/lysep").glob("*.py")]) + [ROOT / "benchmarks/gpu_check.py"]
 NAMES_FILE = ROOT / "benchmarks/results/cupy_names.txt"
 
 
@@ -82,7 +83,7 @@ def test_every_kernel_the_engine_launches_is_defined_in_a_cuda_source():
     check = _compile_check()
     defined = {k for _, src in check.sources() for k in check.kernels(src)}
     requested = set()
-    for path in sorted((ROOT / "lysep_cli/accel").glob("*.py")):
+    for path in sorted([*(ROOT / "lysep_cli/accel").glob("*.py"), *(ROOT / "lysep_cli/numerics").glob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
                     "kernel", "_launch"):
