@@ -79,6 +79,11 @@ SAME_BITS_AS: dict[str, str] = {
     # the merge of 2026-12-07 (issue 53 first stages + varpro); measured: the CI's eight exact reruns and the
     # cheapest varpro-lm, -lbfgs, -gd runs of elliptic-2d (made at 8fab6532cd443779) bit-identical
     "86fa866c7695e7af": "abee53243e14febb",
+    # issue 53's second stage merged (one channel engine and PINN pass with a seed axis and a namespace, LySep's
+    # layer map, gradients, weights, partials, penalty and b-updates written once) with the merge fixes
+    # (varpro's progress convention); measured: the CI's eight exact reruns, varpro-lm/-lbfgs/-gd's and
+    # LySep's at elliptic-10d, parabolic-5d, hyperbolic-5d, bit-identical at --level exact (2026-12-07)
+    "7eb3ea282caf64bc": "abee53243e14febb",
 }
 
 
