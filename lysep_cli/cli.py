@@ -274,6 +274,8 @@ def verify(
     allow_unverified: bool = Flag(False, "--allow-unverified", help="runs no check can verify at the level asked "
                                   "(ill-conditioned on another platform, beyond the cap within round-off, a PARTIAL "
                                   "cell) are reported, not failed"),
+    jobs: int = typer.Option(1, "--jobs", parser=whole_number, help="worker processes for the saved networks' "
+                             "ties (each run's first iterations recomputed)"),
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
@@ -285,6 +287,7 @@ def verify(
     if all_runs and sample is not None:
         raise BadInput("--sample and --all exclude each other")
     opt.positive(sample, "--sample")
+    opt.positive(jobs, "--jobs")
     if seed < 0:
         raise BadInput(f"--seed must be >= 0, got {seed}")
     opt.choice(level, verifier.LEVELS, "--level")
@@ -329,7 +332,8 @@ def verify(
     if cell_set is not None:
         opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
-                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out), allow_unverified)
+                                 seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out), allow_unverified,
+                                 jobs)
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 
@@ -342,7 +346,7 @@ def verify(
     elif against is not None:
         other, unreadable = verifier.other_archive(against, chosen, iterations, wanted, _warn)
         side = verifier.Against(other, against, (sum(sel.invalid.values()), unreadable), common_seeds,
-                                frozenset(accepted), allow_partial, req.specs, allow_unverified)
+                                frozenset(accepted), allow_partial, req.specs, allow_unverified, jobs)
         bad = verifier.against(pool, side, results, typer.echo, _say)
     elif weights:
         bad = verifier.weights_only(req, typer.echo, _say)

@@ -30,6 +30,7 @@ def tiny(tmp_path):
     (["run", "elliptic-2d", "--solver", "magic"], "unknown solver"),
     (["run", "elliptic-2d", "--iterations", "0"], "--iterations"),
     (["run", "elliptic-2d", "--jobs", "0"], "--jobs"),
+    (["verify", "elliptic-2d", "--jobs", "0"], "--jobs"),
     (["table", "nope"], "unknown experiment"),
     (["table", "--format", "html"], "--format"),
     (["compare", "nope"], "unknown experiment"),

@@ -87,6 +87,21 @@ def test_another_solver_s_run_relabelled_fails_in_one_line(tmp_path, other):
     assert "is not what pinn with its recorded settings makes from seed 0" in bad[0]
 
 
+def test_ties_in_two_worker_processes_say_what_one_process_says(tmp_path):
+    """`--jobs 2` (spawned processes, dearest record first) names the same forgery in the same lines as one
+    process, and passes the same honest records."""
+    runs = [("pinn", 3, 30, 1), ("lysep", 3, 30, 0), ("rfls", 3, 30, 0), ("rfm", 2, 800, 0), ("pinn-lm", 3, 30, 0),
+            ("pinn-adam", 3, 30, 0)]
+    copy = _paper_copy(tmp_path, runs)
+    pinn = records.read_record(records.record_paths(ARCHIVE, E2D, "pinn", 3, 30, 1)[0]).settings
+    _reseal(copy, (E2D, "pinn-adam", 3, 30, 0), copy, solver="pinn", settings=pinn)
+    one, two = _verify(copy, "--weights", "--all"), _verify(copy, "--weights", "--all", "--jobs", "2")
+    assert one.exit_code == two.exit_code == 1, two.output
+    assert one.stdout == two.stdout
+    bad = [line for line in two.stdout.splitlines() if line.startswith("MISMATCH")]
+    assert len(bad) == 1 and "elliptic-2d pinn L3-M30 seed 0: history J[1]" in bad[0], two.stdout
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """elliptic-2d (3,6), (3,7), (3,8), seeds 0-9, 5 iterations, PINN and LySep (seconds), and its config."""

@@ -40,7 +40,10 @@ cell
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
+import os
 from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -123,9 +126,9 @@ class Ties:
             start = start_network(record.solver, params0, record.settings)
             return {"J": network.pinn_loss(start, train.Z, train.coef, train.Y)}
 
-    def seed_problem(self, record: RunRecord, others: Sequence[RunRecord] = ()) -> str | None:
-        """Why the record's first values are not its seed's (None when they are); ``others``: the other
-        records of its cell, whose seeds are tried to name the one the values belong to."""
+    def seed_problem(self, record: RunRecord, seeds: Sequence[int] = ()) -> str | None:
+        """Why the record's first values are not its seed's (None when they are); ``seeds``: those of the
+        other records of its cell, tried to name the one the values belong to."""
         if solver_def(record.solver).capabilities.seed_free:
             return None
         want = self.first_values(record)
@@ -135,7 +138,7 @@ class Ties:
             if _rel(value, first) > SEED_TOLERANCE:
                 text = (f"history {name}[0] {first!r} is not seed {record.seed}'s starting point ({value!r}): not the "
                         f"run it names")
-                owner = self._owner(record, name, first, others)
+                owner = self._owner(record, name, first, seeds)
                 if owner is not None:
                     text += f"; it is seed {owner}'s (a copy or a swap)"
                 return text
@@ -191,9 +194,9 @@ class Ties:
                             "settings or another run")
         return None
 
-    def _owner(self, record: RunRecord, name: str, first: float | None, others: Sequence[RunRecord]) -> int | None:
-        """The seed among the cell's other records whose first value ``name`` is ``first``."""
-        for seed in sorted({r.seed for r in others if r.seed != record.seed}):
+    def _owner(self, record: RunRecord, name: str, first: float | None, seeds: Sequence[int]) -> int | None:
+        """The seed among the cell's other records' ``seeds`` whose first value ``name`` is ``first``."""
+        for seed in sorted({s for s in seeds if s != record.seed}):
             if _rel(self.first_values(record, seed)[name], first) <= SEED_TOLERANCE:
                 return seed
         return None
@@ -289,32 +292,23 @@ def label(record: RunRecord) -> str:
 
 
 def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path,
-                 tolerance: Callable[[RunRecord], tuple[float, int | None] | None] = lambda r: (SEED_TOLERANCE, None)
-                 ) -> tuple[list[str], list[RunRecord]]:
+                 tolerance: Callable[[RunRecord], tuple[float, int | None] | None] = lambda r: (SEED_TOLERANCE, None),
+                 jobs: int = 1) -> tuple[list[str], list[RunRecord]]:
     """One MISMATCH line per record of ``pool`` (under ``results``) not tied to its seed, size, length,
     solver and settings, or a copy of another seed of its cell (:mod:`module docstring
     <lysep_cli.reports.ties>`); and the records whose first iterations differ from their recomputation while
     no tolerance can judge them here (``tolerance``: (relative tolerance, history entries compared: None for
     all made), or None: an ill-conditioned run made on another platform, which passes only when its first
-    iterations agree within :data:`SEED_TOLERANCE` and is unverified otherwise)."""
-    ties = Ties(specs)
-    cells: dict[tuple, list[RunRecord]] = defaultdict(list)
+    iterations agree within :data:`SEED_TOLERANCE` and is unverified otherwise).  ``jobs`` > 1: the records
+    are checked in that many worker processes (the lines the same, in the same order)."""
+    cells: dict[tuple, list[int]] = defaultdict(list)
     for r in pool:
-        cells[r.cell[:4]].append(r)
+        cells[r.cell[:4]].append(r.seed)
+    todo = [r for r in sorted(pool, key=lambda r: r.cell) if r.experiment in specs]
+    checks = [(r, results, tolerance(r), cells[r.cell[:4]]) for r in todo]
     lines, named, untied = [], set(), []
-    for r in sorted(pool, key=lambda r: r.cell):
-        if r.experiment not in specs:
-            continue
-        _, npz = records.record_paths(results, *r.cell)
-        why = length_problem(r) or shape_problem(r, records.load_params(npz), ties.training(r.experiment)[1])
-        if why is None:
-            why = bound_problem(r) or ties.seed_problem(r, cells[r.cell[:4]])
-        if why is None:
-            rule = tolerance(r)
-            if rule is not None:
-                why = ties.iteration_problem(r, *rule)
-            elif ties.iteration_problem(r, SEED_TOLERANCE) is not None:
-                untied.append(r)  # beyond round-off, but no tolerance can say how far round-off goes here
+    for r, (why, loose) in zip(todo, _checked(specs, checks, jobs)):
+        untied += [r] if loose else []
         if why is not None:
             lines.append(f"{'MISMATCH':<9} {label(r)}: {why}")
             named.add(r.cell)
@@ -322,3 +316,59 @@ def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
         if r.cell not in named:
             lines.append(f"{'MISMATCH':<9} {label(r)}: the same {what} as seed {first.seed} of its cell (a copy)")
     return lines, untied
+
+
+TieCheck = tuple[RunRecord, Path, "tuple[float, int | None] | None", list[int]]
+"""One record's tie check: (record, its results directory, its tolerance rule, the seeds of its cell)."""
+
+_WORKER_TIES: Ties | None = None  # a worker process's Ties (its data and LySep data built once)
+
+
+def record_problem(ties: Ties, record: RunRecord, results: Path, rule: tuple[float, int | None] | None,
+                   seeds: Sequence[int]) -> tuple[str | None, bool]:
+    """(why ``record`` is not tied to its seed, size, length, bound, solver and settings, or None; whether its
+    first iterations differ beyond :data:`SEED_TOLERANCE` where ``rule`` is None: no tolerance can judge)."""
+    _, npz = records.record_paths(results, *record.cell)
+    why = length_problem(record) or shape_problem(record, records.load_params(npz), ties.training(record.experiment)[1])
+    if why is None:
+        why = bound_problem(record) or ties.seed_problem(record, seeds)
+    if why is None:
+        if rule is not None:
+            return ties.iteration_problem(record, *rule), False
+        return None, ties.iteration_problem(record, SEED_TOLERANCE) is not None
+    return why, False
+
+
+def _init_worker(specs: dict[str, ExperimentSpec], parent_pid: int) -> None:
+    from lysep_cli.execution import workers
+
+    global _WORKER_TIES
+    workers.init_worker(None, parent_pid)  # SIGINT to the parent only, one BLAS thread, gone with its parent
+    _WORKER_TIES = Ties(specs)
+
+
+def _worker_check(check: TieCheck) -> tuple[str | None, bool]:
+    assert _WORKER_TIES is not None
+    return record_problem(_WORKER_TIES, *check)
+
+
+def tie_cost(record: RunRecord) -> float:
+    """A guess at a tie's CPU seconds: the share of the run it recomputes (its first iterations, or all of a
+    run that ends first) times the run's recorded seconds; used to hand the dearest records out first."""
+    done = max(record.iterations_done, 0) + 1
+    return record.seconds * min(1.0, (TIE_ITERATIONS + 1) / done)
+
+
+def _checked(specs: dict[str, ExperimentSpec], checks: list[TieCheck], jobs: int) -> list[tuple[str | None, bool]]:
+    """:func:`record_problem` of each job, in order: here, or in ``jobs`` spawned processes (dearest first)."""
+    if jobs <= 1 or len(checks) < 2 * jobs:
+        ties = Ties(specs)
+        return [record_problem(ties, *check) for check in checks]
+    order = sorted(range(len(checks)), key=lambda i: -tie_cost(checks[i][0]))
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                             initargs=(specs, os.getpid())) as pool:
+        done = list(pool.map(_worker_check, [checks[i] for i in order]))
+    out: list[tuple[str | None, bool]] = [(None, False)] * len(checks)
+    for i, result in zip(order, done):
+        out[i] = result
+    return out

@@ -449,7 +449,7 @@ def header(archived: Iterable[RunRecord]) -> str:
 
 
 def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], results: Path,
-                 echo: Echo, quiet: bool, level: str = "auto") -> tuple[int, int]:
+                 echo: Echo, quiet: bool, level: str = "auto", jobs: int = 1) -> tuple[int, int]:
     """Check the seal and re-evaluate the saved network of every run in ``pool``: bit for bit on the
     platform that made it (or everywhere with ``level`` "exact"), else within its tolerance ("tolerant":
     everywhere); returns how many fail and how many stay unverified.  With ``quiet`` only failures and a summary are echoed."""
@@ -474,7 +474,7 @@ def weights_pass(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
         worst = max(worst, check.max_rel if check.level != "seal" else 0.0)
         if not quiet or not check.ok or check.unverified:
             echo(check.line())
-    untied, loose = ties.tie_failures(specs, sealed, results, lambda r: tie_rule(r, here))
+    untied, loose = ties.tie_failures(specs, sealed, results, lambda r: tie_rule(r, here), jobs)
     for line in untied:
         echo(line)
     for r in loose:
@@ -621,6 +621,8 @@ class VerifyRequest:
     """records of the experiments made otherwise than the spec asks (Selection.left_out): each fails"""
     allow_unverified: bool = False
     """runs no check could verify at the level asked are reported, not failed"""
+    jobs: int = 1
+    """worker processes for the ties (ties.tie_failures)"""
 
     def unverified_cost(self, n: int, echo: Echo) -> int:
         """The failures ``n`` unverified runs count for (0 with ``--allow-unverified``), said in one line."""
@@ -649,7 +651,7 @@ def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     failed.  ``say`` (stderr) announces, ``echo`` (stdout) gives one line per run or cell."""
     say(header(req.pool))
     bad, loose = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
-                              level=req.level if req.level in ("exact", "tolerant") else "auto")
+                              level=req.level if req.level in ("exact", "tolerant") else "auto", jobs=req.jobs)
     bad += _left_out(req, echo) + req.unverified_cost(loose, echo)
     in_cells = [] if req.cells is None else [r for r in req.pool if (r.solver, r.L, r.M) in req.cells]
     if req.level == "statistical" or (req.cells is not None and req.level == "auto"):
@@ -678,7 +680,7 @@ def weights_only(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     """``--weights``: the saved networks of the chosen runs re-evaluated, one line each."""
     picked = choose(req.pool, req.sample, req.seed, req.cheapest)
     say(f"re-evaluating the saved weights of {len(picked)} of {len(req.pool)} archived run(s) under {req.results}/")
-    bad, unverified = weights_pass(req.specs, picked, req.results, echo, quiet=False, level=req.level)
+    bad, unverified = weights_pass(req.specs, picked, req.results, echo, quiet=False, level=req.level, jobs=req.jobs)
     left = _left_out(req, echo)
     echo(f"{max(len(picked) - bad - unverified, 0)} of {len(picked)} run(s) reproduce the archive"
          + (f"; {bad} do not" if bad else "") + (f"; {unverified} unverified" if unverified else "")
@@ -731,6 +733,8 @@ class Against:
     """the experiments: the records of both sides are tied to their seeds, sizes and lengths (ties.py)"""
     allow_unverified: bool = False
     """records no tie could judge here are reported, not failed"""
+    jobs: int = 1
+    """worker processes for the ties"""
 
 
 def _name(cell: Cell) -> str:
@@ -751,7 +755,7 @@ def against(reference: list[RunRecord], req: Against, results: Path, echo: Echo,
             names = sorted({r.experiment for r in runs} & set(req.specs))
             untied += [line for line in (data_file_problem(req.specs[n], root) for n in names) if line]
             here = fingerprint()
-            failed, unsure = ties.tie_failures(req.specs, runs, root, lambda r: tie_rule(r, here))
+            failed, unsure = ties.tie_failures(req.specs, runs, root, lambda r: tie_rule(r, here), req.jobs)
             untied += failed
             loose += [f"{'unverified':<9} {ties.label(r)}: ill-conditioned, made on another platform, its first "
                       "iterations differ here: tied to its seed only" for r in unsure]
