@@ -38,7 +38,7 @@
 #   make reproduce-quick  the same end to end on a reduced sweep (smallest size, 2 seeds, 200 iterations),
 #                         under results/quick/  (also: make reproduce REPRODUCE=quick)
 #
-# Variables: JOBS (worker processes, default 2), RESULTS (output directory), ITERATIONS (default: the spec's;
+# Variables: JOBS (worker processes, default 2; also `make test`'s pytest-xdist workers), RESULTS (output directory), ITERATIONS (default: the spec's;
 # 200 for quick), VENV, PYTHON; SCHEDULER (a dask scheduler tcp://HOST:PORT, local or local:N) or
 # SCHEDULER_FILE (a dask scheduler file) runs the sweep on a dask cluster instead of JOBS local processes
 # (docs/cluster.md).
@@ -97,7 +97,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 test: install
-	"$(BIN)/python" -m pytest -q
+	"$(BIN)/python" -m pytest -q -n $(JOBS)
 
 reproduce: install
 	$(MAKE) --no-print-directory runs outputs
