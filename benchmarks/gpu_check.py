@@ -68,6 +68,7 @@ from lysep_cli.numerics.sincos import sincos  # noqa: E402
 from lysep_cli.accel import lstsq  # noqa: E402
 from lysep_cli.accel import trials  # noqa: E402
 from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
+from lysep_cli.solvers.lysep.loss import LySepData  # noqa: E402
 from lysep_cli.solvers import pinn  # noqa: E402
 from lysep_cli.solvers.lysep import algorithm  # noqa: E402
 from lysep_cli.specs import ExperimentSpec, load_specs  # noqa: E402
@@ -429,7 +430,7 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
     for spec, L, M in cells:
         problem, _, _, train, _ = experiment_data(spec)
         params0 = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
-        it = stacked_lysep.StackedIteration(be, params0, stacked_lysep.Data.of(be, train),
+        it = stacked_lysep.StackedIteration(be, params0, LySepData.build(train.Z, train.coef, train.Y).on(be),
                                             algorithm.Settings.coerce(spec.solvers["lysep"]))
         synced(be)()
         t = time.perf_counter()

@@ -84,6 +84,10 @@ SAME_BITS_AS: dict[str, str] = {
     # (varpro's progress convention); measured: the CI's eight exact reruns, varpro-lm/-lbfgs/-gd's and
     # LySep's at elliptic-10d, parabolic-5d, hyperbolic-5d, bit-identical at --level exact (2026-12-07)
     "7eb3ea282caf64bc": "abee53243e14febb",
+    # issue 53's last LySep stages: one state and terms class with a seed axis (LySepState, Terms), the
+    # weights at L = 3 in the paper's grouping once (weights.paper_grouping); measured: LySep's cheapest
+    # archived runs of the four paper experiments, pinn's, rfls's and varpro-lm's bit-identical at --level exact
+    "11e1dcf063f8e817": "abee53243e14febb",
 }
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.linalg
 
 from lysep_cli.numerics.lstsq import basic_lstsq
-from lysep_cli.solvers.lysep.loss import LySepData, LySepState, Terms, Weights, fit_matrix, penalty
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState, Terms, Weights, penalty
 
 
 def solve_b(l: int, st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
@@ -63,7 +63,7 @@ def solve_W3(st: LySepState, data: LySepData, terms: Terms, wt: Weights, joint: 
     is non-zero unless B (Y - K b_L) = 0).  With ``joint`` the unknown is [W_L, b_L] (b_L not
     regularised): one least-squares solve instead of the paper's W_L-then-b_L pair.
     """
-    B = fit_matrix(st, data)  # (M, N)
+    B = st.fit.B  # (M, N)
     M = B.shape[0]
     lam = penalty(terms, wt)
     reg = np.sqrt(lam) * np.eye(M)
@@ -91,7 +91,7 @@ solve_WL = solve_W3
 def solve_b3(st: LySepState, data: LySepData):
     """`eq:GD_b3` for b_L: K * b_L 1^T = Y - W_L B in the least-squares sense; a float, or (S,) for a stack."""
     xp = st.xp
-    t = data.Y - xp.matmul(st.v[f"W{st.L}"], fit_matrix(st, data))[..., 0, :]
+    t = data.Y - xp.matmul(st.v[f"W{st.L}"], st.fit.B)[..., 0, :]
     b = xp.matmul(t[..., None, :], data.K[:, None])[..., 0, 0] / (data.K @ data.K)  # K . t per seed
     return float(b) if np.ndim(b) == 0 else b
 
