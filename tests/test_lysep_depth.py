@@ -123,7 +123,7 @@ def test_closed_forms_minimise_their_block(pde, d, L):
         e = compute_terms(s2, data).e[f"a{l}"]
         rho = wt.rho_a[l]
         assert np.abs(e @ rho).max() < 1e-9 * np.abs(e).max() * rho.sum()
-    sol = solve_W3(st, data, compute_terms(st, data), wt)  # W_L: ridge with lambda = P
+    sol = solve_W3(st, data, compute_terms(st, data))  # W_L: ridge with lambda = P
     s3 = st.with_(**{f"W{L}": sol.W3})
     J3 = lysep_loss(s3, data).J_S
     rng = np.random.default_rng(0)

@@ -42,8 +42,8 @@ from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
 from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, _sources, affects, compute_terms, gradient,
-                                          gradient_blocks, layer_map, lysep_loss, penalty_of, update_terms, weights)
-from lysep_cli.solvers.lysep.updates import solve_b, solve_b3
+                                          gradient_blocks, layer_map, lysep_loss, update_terms, weights)
+from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
 from lysep_cli.solvers.lysep.weights import Weights, sum_per_seed, theorem_constant
 
 
@@ -245,28 +245,20 @@ class StackedIteration:
         self.accepted_steps[block] += moved
 
     def _solve_W3(self, active: np.ndarray, with_cond: bool) -> tuple[Array, Array | None]:
-        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), or
-        with w3_b3 "joint" [B^T K; sqrt(lambda) I 0] [W_L b_L]^T = [Y; 0], the full systems or the QR-reduced
-        ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads: (W_L (S, 1, M), b_L (S,) when
-        joint, else None); the inactive seeds' rows are zeros (:meth:`_set` keeps their values)."""
-        be, data, L = self.be, self.data, self.L
-        joint = self.s.w3_b3 == "joint"
-        idx = np.flatnonzero(active)
-        lam = penalty_of(self.st, data, self.terms)  # (S,)
-        B = self.st.fit.B  # (S, M, N)
-        if joint:
-            y = self.xp.broadcast_to(data.Y, (self.S, data.N))  # Y, (S, N)
-        else:
-            y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
-        if idx.size < self.S:
-            sel = be.asarray(idx)
-            B, y, lam = B[sel], y[sel], lam[sel]
-        systems = lstsq.to_host(be, B, y, lam, self.w_solve, data.K if joint else None)  # one host sync
-        M = self.st.v[f"W{L}"].shape[2]
+        """updates.solve_W3 for the active seeds, their systems brought to the host as ``w_solve`` says
+        (accel/lstsq.to_host: one host sync) and solved there on threads: (W_L (S, 1, M), b_L (S,) when joint,
+        else None); the inactive seeds' rows are zeros (:meth:`_set` keeps their values)."""
+        be, joint, idx = self.be, self.s.w3_b3 == "joint", np.flatnonzero(active)
+        sol = solve_W3(self.st, self.data, self.terms, joint, self.s.rcond, with_cond, self.s.lstsq, idx,
+                       lambda B, y, lam, K: lstsq.to_host(be, B, y, lam, self.w_solve, K), self.workers)
+        M = sol.W3.shape[2]
         X = np.zeros((self.S, M + joint))  # [W_L, b_L] per seed; the inactive seeds' rows: _set keeps their values
-        for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
-                                                            self.workers)):
-            X[s], self.last_rank[s], self.last_cond[s] = x, rank, cond
+        X[idx, :M] = sol.W3[:, 0]
+        if joint:
+            X[idx, M] = sol.b3
+        self.last_cond[idx] = sol.cond
+        for s, rank in zip(idx, sol.rank):
+            self.last_rank[s] = rank
         X = be.asarray(X)  # one upload
         return X[:, None, :M], (X[:, M] if joint else None)
 
