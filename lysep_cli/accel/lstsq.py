@@ -1,4 +1,4 @@
-"""The W_L least squares of the stacked LySep (`eq:GD_W3`), per seed, and where each part of it is done.
+"""Where the stacked LySep's W_L least squares (`eq:GD_W3`, updates.solve_W3) are brought to the host.
 
 For each seed s (updates.solve_W3, transposed):
 

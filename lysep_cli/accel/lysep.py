@@ -1,19 +1,19 @@
-"""LySep (Algorithms 1-3, any depth L) with a cell's seeds stacked: lysep_cli/solvers/lysep/ for S seeds at once.
+"""LySep (Algorithms 1-3, any depth L) with a cell's seeds stacked: the sweep of solvers/lysep/ for S seeds at once.
 
-The formulas and their order of operations are those of solvers/lysep/loss.py, weights.py, updates.py and
-algorithm.py, with a leading seed axis on every variable (W_l (S, out, in), b_l (S, out), b_L (S,),
-a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N)) and on every per-seed scalar (J_S, ||W_L||^2, the
-step sizes).  Per seed, the decisions are the CPU solver's:
+The formulas are solvers/lysep/'s own (loss.LySepState and Terms with a leading seed axis on every variable:
+W_l (S, out, in), b_l (S, out), b_L (S,), a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N), and on
+every per-seed scalar: J_S, ||W_L||^2, P; weights.py, updates.py).  What this module adds is the sweep's
+per-seed control.  Per seed, the decisions are the CPU solver's:
 
 - each gradient block's backtracking (or fixed) step by lysep_cli/solvers/steps.py ``Backtracking`` (one state per
   seed), every seed accepting or rejecting its own trial by a mask; a trial that leaves a seed's block unchanged
   bit for bit gives that seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at
   once, as one stack of trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run
   the same);
-- the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
-  (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
-  (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device
-  ("reduced", CuPy's default; lysep_cli/accel/lstsq.py);
+- the closed-form updates b_l, W_L and b_L (updates.py); W_L's least squares per seed on the host by the CPU's
+  routine (numerics/lstsq.py: scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of
+  the full system (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the
+  device ("reduced", CuPy's default; lysep_cli/accel/lstsq.py);
 - a seed whose J_S stops being finite leaves the sweep there (its later blocks are not applied), and a seed
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
@@ -112,8 +112,8 @@ def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None
 class StackedIteration:
     """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
 
-    def __init__(self, be: Backend, params0: list[Params], data: LySepData, settings: Settings, w_solve: str | None = None,
-                 workers: int | None = None, trial_batch: int | None = None):
+    def __init__(self, be: Backend, params0: list[Params], data: LySepData, settings: Settings,
+                 w_solve: str | None = None, workers: int | None = None, trial_batch: int | None = None):
         xp = self.xp = be.xp
         self.be, self.data, self.s = be, data, settings
         self.w_solve = lstsq.default_w_solve(xp) if w_solve is None else w_solve

@@ -85,9 +85,10 @@ SAME_BITS_AS: dict[str, str] = {
     # LySep's at elliptic-10d, parabolic-5d, hyperbolic-5d, bit-identical at --level exact (2026-12-07)
     "7eb3ea282caf64bc": "abee53243e14febb",
     # issue 53's last LySep stages: one state and terms class with a seed axis (LySepState, Terms), the
-    # weights at L = 3 in the paper's grouping once (weights.paper_grouping); measured: LySep's cheapest
-    # archived runs of the four paper experiments, pinn's, rfls's and varpro-lm's bit-identical at --level exact
-    "5dea35b13c15f12c": "abee53243e14febb",
+    # weights at L = 3 in the paper's grouping once (weights.paper_grouping), W_L's least squares once
+    # (updates.solve_W3, numerics/lstsq.py); measured: LySep's cheapest archived run of the four paper
+    # experiments, pinn's, rfls's (parabolic-5d) and varpro-lm's (elliptic-2d) bit-identical at --level exact
+    "2c45e96b90c9d080": "abee53243e14febb",
 }
 
 

@@ -27,11 +27,11 @@ constraint, and every omega carries ||W_L||_F^2, so
     N * J_S = ||r||^2 + ||W_L||_F^2 * P,   P = sum_n sum_c rho_c[n] E_c[n]
 
 with E_c[n] = ||e_c[:, n]||^2.  P is the lambda of the W_L ridge step (docs/paper-notes.md: the paper's
-lambda misses a |K-hat|^2 factor).  rho comes from lysep_weights.weights_from (a backward pass over the
-layers; at L = 3 the paper's omega D^2, see docs/lysep.md).
+lambda misses a |K-hat|^2 factor).  rho comes from weights.backward_pass (a backward pass over the
+layers; at L = 3 the paper's omega D^2, weights.paper_grouping, see docs/lysep.md).
 
-Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N).  Variable names: W1..WL, b1..bL,
-a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).
+Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N) (a stack of seeds: a leading axis S).
+Variable names: W1..WL, b1..bL, a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from lysep_cli.numerics.activation import SigmaValues
 from lysep_cli.numerics.channels import ChannelPlan, Fit, Layer
 from lysep_cli.numerics.network import Params, forward
 from lysep_cli.numerics.problems import OperatorCoefficients
-from lysep_cli.solvers.lysep.weights import (WeightPartials, Weights, backward_pass, paper_grouping, partials,
-                                             penalty_from, per_seed, sum_per_seed)
+from lysep_cli.solvers.lysep.weights import (PAPER_SOURCES, WeightPartials, Weights, backward_pass, paper_grouping,
+                                             partials, penalty_from, per_seed, sum_per_seed)
 
 WeightMode = Literal["frozen", "through"]
 
@@ -108,21 +108,13 @@ def variable_names(L: int) -> list[str]:
     return names + [f"q{l}" for l in range(2, L)]
 
 
-#: the variables each summand of the paper's grouping of the weights depends on (L = 3, weights.paper_grouping):
-#: a trial of one block recomputes only those of its block (the others stay in the trial state's cache)
-_PAPER_SOURCES = {"A2": ("d2", "q2"), "A1": ("d1", "d2", "q2"), "hw": ("W1",), "n12": ("d1", "d2"), "w22": ("W2",),
-                  "X": ("W2", "d1", "d2"), "a1": ("W1", "W2", "d1", "d2", "q2"), "a2": ("W1", "W2", "d2", "q2"),
-                  "khn12": ("d1", "d2"), "d1": ("W1", "W2", "d1", "d2"), "khn2": ("d2",), "hww": ("W1", "W2"),
-                  "d2": ("W1", "W2", "d2")}
-
-
 def _sources(key: tuple, L: int) -> tuple[str, ...]:
     """The variables a cached value depends on."""
     kind, l = key
     if kind == "fit":
         return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
     if kind == "paper":
-        return _PAPER_SOURCES[l]
+        return PAPER_SOURCES[l]
     if kind == "wt":  # the norms of the weights: W_1..W_{L-1}, d_1..d_{L-1}, q_2..q_{L-1}
         return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
     return ({"sig": "a", "nd": "d", "nq": "q", "w": "W", "w1": "W"}[kind] + str(l),)
@@ -276,7 +268,7 @@ def affects(block: str, L: int) -> tuple[str, ...]:
 def layer_map(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     """The engine's layer map of constraint ``name`` ("a2", "d2", "q2", ...: l >= 2), a new array: what
     (a, d, q)_l should be given layer l-1's auxiliary variables and W_l, b_l (`eq:var_a`, `eq:var_d`,
-    `eq:var_q`).  A state of one seed or a stack of them (accel/lysep.State: a leading seed axis)."""
+    `eq:var_q`).  A state of one seed or a stack of them (a leading seed axis)."""
     x, l = name[0], int(name[1:])
     xp, W, prev = st.xp, st.v[f"W{l}"], st.layer(l - 1)
     if x == "a":

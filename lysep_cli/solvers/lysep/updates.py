@@ -1,7 +1,8 @@
 """Closed-form LySep updates, any depth L: b_l (`eq:GD_b1`, `eq:GD_b2`), W_L (`eq:GD_W3`), b_L (`eq:GD_b3`).
 
 All are least-squares problems; they are solved with stable routines (weighted means, and
-scipy.linalg.lstsq on the stacked ridge system), never with an explicit inverse or normal equations.
+gelsy or Matlab's basic solve on the stacked ridge system, numerics/lstsq.py), never with an explicit
+inverse or normal equations.
 The W_L system is the only one with more than one unknown column: the setting ``lstsq`` chooses its
 solution, "min-norm" (gelsy) or "basic" (Matlab's backslash, lysep_cli/numerics/lstsq.py, as the
 paper's authors solved it).  b_l (a weighted mean) and b_L (one column K) are one-column problems whose
@@ -26,7 +27,7 @@ def solve_b(l: int, st: LySepState, data: LySepData, wt: Weights) -> np.ndarray:
     shape (M,), with A_1 = Z, A_l = sigma(a_{l-1}).
 
     rho_al(n) sums omega * D(n,n)^2 over the penalties of a_l's constraint (a weighted least-squares mean).
-    One seed, or a stack (accel/lysep.py: a leading seed axis, b_l (S, M)).
+    One seed, or a stack (a leading seed axis, b_l (S, M)).
     """
     xp, w = st.xp, wt.rho_a[l]
     A = data.Z if l == 1 else st.sig(l - 1).s0

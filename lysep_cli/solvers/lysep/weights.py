@@ -71,13 +71,21 @@ def derivative_bounds(L: int, w: dict, w1: np.ndarray) -> dict[int, np.ndarray]:
     return dh
 
 
+#: the variables each summand of the paper's grouping of the weights depends on (L = 3, :func:`paper_grouping`):
+#: a trial of one block recomputes only those of its block (the others stay in the trial state's cache)
+PAPER_SOURCES = {"A2": ("d2", "q2"), "A1": ("d1", "d2", "q2"), "hw": ("W1",), "n12": ("d1", "d2"), "w22": ("W2",),
+                 "X": ("W2", "d1", "d2"), "a1": ("W1", "W2", "d1", "d2", "q2"), "a2": ("W1", "W2", "d2", "q2"),
+                 "khn12": ("d1", "d2"), "d1": ("W1", "W2", "d1", "d2"), "khn2": ("d2",), "hww": ("W1", "W2"),
+                 "d2": ("W1", "W2", "d2")}
+
+
 def paper_grouping(st, data) -> Weights:
     """rho at L = 3 summed as omega D^2 of `eq:Js-elliptic` (D_a2^1^2 = A2, D_a1^1^2 = A1), the same polynomials
     as :func:`backward_pass` in the paper's grouping, so that the paper's depth keeps its numbers bit for bit
     (a diverging fixed-step run amplifies a reordered sum to 1e-11 in four sweeps; tests check that both
     orders agree to round-off).  ``st`` a LySepState of one seed or a stack (its norms w(2) a float or (S,),
     w1() ((S,) n_in), nd(l) ((S,) n_in, N), nq(2) ((S,) |S|, N)), each summand cached on it (its sources:
-    loss._PAPER_SOURCES); ``data`` a LySepData (k, kj1, hj1, hS, hS1)."""
+    :data:`PAPER_SOURCES`); ``data`` a LySepData (k, kj1, hj1, hS, hS1)."""
     xp = st.xp
     k, kj, hj, hS = data.k, data.kj1, data.hj1, data.hS
     w_2 = st.w(2)
@@ -129,10 +137,10 @@ def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, 
     return rho_a, rho_d, rho_q, tape
 
 
-def penalty_from(E, wt: Weights, xp=np, L: int | None = None):
+def penalty_from(E, wt: Weights, xp=np):
     """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..): a float
-    for one seed, (S,) for a stack (accel/lysep.py's weights, of depth ``L``)."""
-    L = wt.L if L is None else L
+    for one seed, (S,) for a stack."""
+    L = wt.L
     stacked = wt.rho_a[1].ndim == 2
 
     def dot(x, y):  # x . y over the last axis, per seed: a dot (NumPy's for 1-D @ 1-D)
