@@ -22,8 +22,7 @@ there; we return r and let the caller record it.
 The ridge systems of LySep's W_L (solvers/lysep/updates.solve_W3) are solved here, one seed at a time, for a
 run alone and for every seed of a stack (:func:`solve_all`, :class:`Systems`).  A stack's run on a thread
 pool over the seeds (each call single-threaded under the caller's threadpoolctl limit, as the runner sets
-it): the same calls on the same arrays as the serial loop, so the
-same bits.  scipy's f2py wrapper of gelsy holds the GIL for the whole LAPACK call (measured: a thread's
+it): the same calls on the same arrays as the serial loop, so the same bits.  scipy's f2py wrapper of gelsy holds the GIL for the whole LAPACK call (measured: a thread's
 wake-up waited ~9 ms, the call's length, against 0.1 ms beside a matmul), so threads would run the solves
 one at a time; :func:`gelsy` calls the same routine of scipy's LAPACK (scipy.linalg.cython_lapack) through
 ctypes, which releases the GIL, with scipy.linalg.lstsq's arguments (its workspace query): the same bits.

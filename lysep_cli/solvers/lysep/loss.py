@@ -388,7 +388,7 @@ def loss_parts(r: np.ndarray, P, w3, N: int, xp=np) -> LossParts:
 
 # ------------------------------------------------------------------------------------------------
 # Gradients.  "frozen": omega and D recomputed from the current variables and held fixed while
-# differentiating.  "through": also differentiated through omega and D (lysep_weights.weight_partials).
+# differentiating.  "through": also differentiated through omega and D (:func:`weight_partials`).
 
 
 def gradient_blocks(L: int) -> tuple[str, ...]:

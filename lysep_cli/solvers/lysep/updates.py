@@ -12,7 +12,6 @@ solution is unique when the column is nonzero: basic and minimum-norm solutions 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import Callable
 
 import numpy as np
