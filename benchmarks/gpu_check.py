@@ -66,8 +66,10 @@ from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
 from lysep_cli.numerics.sincos import sincos  # noqa: E402
 from lysep_cli.accel import lstsq  # noqa: E402
+from lysep_cli.numerics import lstsq as nlstsq  # noqa: E402
 from lysep_cli.accel import trials  # noqa: E402
 from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
+from lysep_cli.solvers.lysep.loss import LySepData  # noqa: E402
 from lysep_cli.solvers import pinn  # noqa: E402
 from lysep_cli.solvers.lysep import algorithm  # noqa: E402
 from lysep_cli.specs import ExperimentSpec, load_specs  # noqa: E402
@@ -419,7 +421,10 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
                 spent.setdefault(name, []).append(time.perf_counter() - t)
         return wrapper
 
-    originals = {name: getattr(lstsq, name) for name in ("to_host", "reduce", "solve_all")}
+    from lysep_cli.solvers.lysep import updates  # solve_W3 calls numerics.lstsq.solve_all through its own name
+
+    homes = {"to_host": lstsq, "reduce": lstsq, "solve_all": updates}
+    originals = {name: getattr(home, name) for name, home in homes.items()}
     figures: dict[str, dict[str, float]] = {}
     out("## 3b. Where a LySep sweep's time goes: the W_L least squares, 10 seeds stacked, "
         + (f"{sweeps} sweep(s) per mode" if sweeps else "the W_L solve alone (s/sweep: the warm-up sweep)")
@@ -429,7 +434,7 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
     for spec, L, M in cells:
         problem, _, _, train, _ = experiment_data(spec)
         params0 = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
-        it = stacked_lysep.StackedIteration(be, params0, stacked_lysep.Data.of(be, train),
+        it = stacked_lysep.StackedIteration(be, params0, LySepData.build(train.Z, train.coef, train.Y).on(be),
                                             algorithm.Settings.coerce(spec.solvers["lysep"]))
         synced(be)()
         t = time.perf_counter()
@@ -442,7 +447,7 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
                 it.w_solve, it.workers = mode, workers or lstsq.default_workers(10)
                 spent.clear()
                 for name, fn in originals.items():
-                    setattr(lstsq, name, timed(name, fn))
+                    setattr(homes[name], name, timed(name, fn))
                 try:
                     synced(be)()
                     t = time.perf_counter()
@@ -454,7 +459,7 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
                     total = (time.perf_counter() - t) / sweeps if sweeps else reference
                 finally:
                     for name, fn in originals.items():
-                        setattr(lstsq, name, fn)
+                        setattr(homes[name], name, fn)
                 per = {k: sum(v) / max(sweeps, 1) for k, v in spent.items()}  # one W_L solve a sweep
                 got = {"sweep": total, "qr": per.get("reduce", 0.0),
                        "copy": per["to_host"] - per.get("reduce", 0.0), "solves": per["solve_all"]}
@@ -560,12 +565,12 @@ def gil_delay(fn: Callable[[], Any], seconds: float = 0.5) -> float:
 
 
 def gelsy_gil(m: int, n: int, out: Report) -> None:
-    """scipy.linalg.lstsq's gelsy against accel.lstsq.gelsy on one random m x n system: time a call (best of
+    """scipy.linalg.lstsq's gelsy against numerics.lstsq.gelsy on one random m x n system: time a call (best of
     5, alternating) and whether it holds the GIL (:func:`gil_delay`)."""
     rng = np.random.default_rng(0)
     A, c = rng.normal(size=(m, n)), rng.normal(size=m)
     ways = {"scipy.linalg.lstsq (f2py)": lambda: scipy.linalg.lstsq(A, c, lapack_driver="gelsy"),
-            "accel.lstsq.gelsy (ctypes)": lambda: lstsq.gelsy(A, c, None)}
+            "numerics.lstsq.gelsy (ctypes)": lambda: nlstsq.gelsy(A, c, None)}
     best = {k: float("inf") for k in ways}
     for _ in range(5):
         for k, fn in ways.items():

@@ -28,7 +28,7 @@ import scipy.linalg
 from common import load, sweeps
 
 from lysep_cli.numerics import network
-from lysep_cli.solvers.lysep.loss import LySepData, LySepState, fit_matrix, penalty, weights
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState, penalty, weights
 from lysep_cli.specs import parse_seeds, parse_sizes
 
 
@@ -36,7 +36,7 @@ def least_squares_J(params: list, ld: LySepData, tr) -> float:
     """PINN loss with the output layer (W_L, b_L) the unregularised least-squares fit on the exact
     features of the current hidden layers (joint in W_L and b_L, no cutoff)."""
     exact = LySepState.from_params(params, ld)
-    B = fit_matrix(exact, ld)  # (M, N)
+    B = exact.fit.B  # (M, N)
     A = np.hstack([B.T, ld.K[:, None]])
     x = scipy.linalg.lstsq(A, ld.Y, lapack_driver="gelsy")[0]
     out = [(W.copy(), b.copy()) for W, b in params]

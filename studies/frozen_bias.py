@@ -30,13 +30,13 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.numerics import network
 from lysep_cli.store.records import read_record, record_paths
 from lysep_cli.numerics.dataset import experiment_data
-from lysep_cli.solvers.lysep.loss import LySepData, LySepState, fit_matrix
+from lysep_cli.solvers.lysep.loss import LySepData, LySepState
 from lysep_cli.specs import default_config, load_specs, parse_seeds, parse_sizes
 
 
 def output_layer_J(params0: list, ld: LySepData, tr, joint: bool) -> float:
     """J with W_L (and with ``joint`` also b_L) the least-squares fit on the seeded hidden layers."""
-    B = fit_matrix(LySepState.from_params(params0, ld), ld)  # (M, N), `eq:GD_W3`
+    B = LySepState.from_params(params0, ld).fit.B  # (M, N), `eq:GD_W3`
     b_seed = float(params0[-1][1][0])
     if joint:
         x = scipy.linalg.lstsq(np.hstack([B.T, ld.K[:, None]]), ld.Y, lapack_driver="gelsy")[0]

@@ -38,8 +38,7 @@ def group_penalties(it: LySepIteration, ld: LySepData) -> dict[str, float]:
     rho, Eq = wt.rho_q[2], E("q2")
     out["q2"] = float(rho[:, 0] @ np.sum(Eq, axis=-1) if rho.shape[1] == 1 else np.sum(rho * Eq))
     # lambda as printed: the |K-hat|^2 factor missing on the (omega_2 + omega_3) ||W_1(:,i) - d_1i||^2 term
-    nm = wt.norms
-    hj, w1c, w2 = ld.hj[:, None], nm.w1[:, None], nm.w[2]
+    hj, w1c, w2 = ld.hj1, it.st.w1()[:, None], it.st.w(2)
     missing = (1.0 - hj) * w1c * (w2 + w2 * w2)  # rho_d1(lambda-read) - rho_d1(ours), (n_in, 1)
     out["d1_lambda_read"] = out["d1"] + float(np.sum(missing * E("d1")))
     return {k: v * f for k, v in out.items()}

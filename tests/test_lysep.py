@@ -163,7 +163,7 @@ def test_closed_form_updates_minimise_J_S_in_their_block(pde, d):
         rho = wt.rho_a[int(name[1])]
         assert np.abs(e @ rho).max() < 1e-9 * np.abs(e).max() * rho.sum()
     # W3: exact minimiser of J_S over W3 (ridge with lambda = P): perturbing it raises J_S.
-    sol = solve_W3(st, data, compute_terms(st, data), wt)
+    sol = solve_W3(st, data, compute_terms(st, data))
     s3 = st.with_(W3=sol.W3)
     J3 = lysep_loss(s3, data).J_S
     rng = np.random.default_rng(0)
@@ -175,7 +175,7 @@ def test_closed_form_updates_minimise_J_S_in_their_block(pde, d):
     s4 = s3.with_(b3=solve_b3(s3, data))
     assert lysep_loss(s4, data).J_S <= J3 + 1e-15
     # Joint [W3, b3] is at least as good as the separate pair.
-    joint = solve_W3(st, data, compute_terms(st, data), wt, joint=True)
+    joint = solve_W3(st, data, compute_terms(st, data), joint=True)
     assert lysep_loss(st.with_(W3=joint.W3, b3=joint.b3), data).J_S <= lysep_loss(s4, data).J_S * (1 + 1e-9)
 
 

@@ -11,9 +11,10 @@ from lysep_cli.numerics.problems import make_problem
 from lysep_cli.numerics.sampling import train_test_points
 from lysep_cli.solvers.base import TrainingData
 from lysep_cli.solvers.lysep.algorithm import block_order, bound_factor, solve
-from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, compute_terms, gradient, gradient_blocks, lysep_loss, penalty, weights)
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, compute_terms, gradient, gradient_blocks, lysep_loss,
+                                          pass_weights, penalty, weights)
 from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
-from lysep_cli.solvers.lysep.weights import _backward_pass, theorem_constant
+from lysep_cli.solvers.lysep.weights import theorem_constant
 
 PDES = [("elliptic", 2), ("elliptic", 3), ("parabolic", 2), ("hyperbolic", 2)]
 
@@ -74,7 +75,7 @@ def test_backward_pass_equals_the_papers_weights_at_L3(pde, d):
     """At L = 3 the weights are summed in the paper's grouping; the general pass gives the same values."""
     _, _, data, params = setup(pde, d, 3)
     st = perturbed(data, params, scale=0.3)
-    paper, general = weights(st, data), _backward_pass(data, st.norms())
+    paper, general = weights(st, data), pass_weights(st, data)
     for l in (1, 2):
         np.testing.assert_allclose(general.rho_a[l], paper.rho_a[l], rtol=1e-13)
         np.testing.assert_allclose(general.rho_d[l], paper.rho_d[l], rtol=1e-13, atol=0)
@@ -122,7 +123,7 @@ def test_closed_forms_minimise_their_block(pde, d, L):
         e = compute_terms(s2, data).e[f"a{l}"]
         rho = wt.rho_a[l]
         assert np.abs(e @ rho).max() < 1e-9 * np.abs(e).max() * rho.sum()
-    sol = solve_W3(st, data, compute_terms(st, data), wt)  # W_L: ridge with lambda = P
+    sol = solve_W3(st, data, compute_terms(st, data))  # W_L: ridge with lambda = P
     s3 = st.with_(**{f"W{L}": sol.W3})
     J3 = lysep_loss(s3, data).J_S
     rng = np.random.default_rng(0)

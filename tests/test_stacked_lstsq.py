@@ -16,6 +16,7 @@ from lysep_cli.accel import lstsq
 from lysep_cli.accel.lysep import solve_stacked
 from lysep_cli.execution.runner import RunKey, execute_stack
 from lysep_cli.numerics import network
+from lysep_cli.numerics import lstsq as nlstsq
 from lysep_cli.numerics.lstsq import basic_lstsq
 from lysep_cli.reports.cellstats import cell_of, compare_cell
 from lysep_cli.reports.verify import judge
@@ -50,8 +51,8 @@ def _J(B: np.ndarray, y: np.ndarray, lam: float, x: np.ndarray) -> float:
 def _both(B, y, lam, how, with_cond=False, rcond=None):
     """Every seed solved from the full systems and from the reduced ones: ([(x, rank, cond)], [...])."""
     lams = np.full(B.shape[0], lam)
-    full = lstsq.solve_all(lstsq.to_host(CPU, B, y, lams, "host"), how, rcond, with_cond)
-    red = lstsq.solve_all(lstsq.to_host(CPU, B, y, lams, "reduced"), how, rcond, with_cond)
+    full = nlstsq.solve_all(lstsq.to_host(CPU, B, y, lams, "host"), how, rcond, with_cond)
+    red = nlstsq.solve_all(lstsq.to_host(CPU, B, y, lams, "reduced"), how, rcond, with_cond)
     return full, red
 
 
@@ -108,7 +109,7 @@ def test_joint_systems_host_is_np_block_and_reduced_agrees(lam):
     red = lstsq.to_host(CPU, B, y, lams, "reduced", K)
     assert host.top.shape == (3, 300, 13) and red.top.shape == (3, 14, 13) and host.reg == red.reg == 12
     for how in ("min-norm", "basic"):
-        full, small = lstsq.solve_all(host, how, None, True), lstsq.solve_all(red, how, None, True)
+        full, small = nlstsq.solve_all(host, how, None, True), nlstsq.solve_all(red, how, None, True)
         for s, ((xf, rf, cf), (xr, rr, cr)) in enumerate(zip(full, small)):
             A = np.block([[B[s].T, K[:, None]], [np.sqrt(lam) * np.eye(12), np.zeros((12, 1))]])
             c = np.concatenate([y[s], np.zeros(12)])
@@ -127,9 +128,9 @@ def test_basic_keeps_the_full_systems_rank_rule():
     s = np.linspace(2.0, 1.0, M)
     s[-1] = 100 * np.finfo(float).eps * s[0]
     B, y = (U * s).T[None], np.random.default_rng(2).normal(size=(1, N))
-    (xf, rf, _), = lstsq.solve_all(lstsq.to_host(CPU, B, y, np.zeros(1), "host"), "basic", None, False)
+    (xf, rf, _), = nlstsq.solve_all(lstsq.to_host(CPU, B, y, np.zeros(1), "host"), "basic", None, False)
     red = lstsq.to_host(CPU, B, y, np.zeros(1), "reduced")
-    (xr, rr, _), = lstsq.solve_all(red, "basic", None, False)
+    (xr, rr, _), = nlstsq.solve_all(red, "basic", None, False)
     assert rf == rr == M - 1 and xf[-1] == xr[-1] == 0.0
     A_small = np.vstack([red.top[0], np.zeros((M, M))])
     assert basic_lstsq(A_small, np.concatenate([red.y[0], np.zeros(M)]))[1] == M  # the small system's own rule
@@ -141,8 +142,8 @@ def test_basic_keeps_the_full_systems_rank_rule():
 def test_threaded_host_solves_are_the_serial_loop_bit_for_bit(how, w_solve):
     B, y = _systems(10, 250, 15, duplicate=True, seed=3)
     systems = lstsq.to_host(CPU, B, y, np.linspace(0.0, 1.0, 10), w_solve)
-    serial = lstsq.solve_all(systems, how, 1e-12, True, workers=1)
-    threaded = lstsq.solve_all(systems, how, 1e-12, True, workers=4)
+    serial = nlstsq.solve_all(systems, how, 1e-12, True, workers=1)
+    threaded = nlstsq.solve_all(systems, how, 1e-12, True, workers=4)
     assert all(np.array_equal(a[0], b[0]) and a[1:] == b[1:] for a, b in zip(serial, threaded))
     assert lstsq.default_workers(10) >= 1 and lstsq.default_workers(1) == 1
 
@@ -213,7 +214,7 @@ def test_reduced_records_pass_verify_against_the_host_records(both_modes):
 
 
 def test_gelsy_is_scipys_lstsq_bit_for_bit():
-    """accel.lstsq.gelsy (scipy's dgelsy through ctypes, the GIL released) against scipy.linalg.lstsq's gelsy:
+    """numerics.lstsq.gelsy (scipy's dgelsy through ctypes, the GIL released) against scipy.linalg.lstsq's gelsy:
     random tall and square systems, columns scaled over 1e-5..1e5, some with a duplicate column, three rcond."""
     rng = np.random.default_rng(0)
     for t in range(60):
@@ -223,16 +224,16 @@ def test_gelsy_is_scipys_lstsq_bit_for_bit():
         if n > 2 and t % 2:
             A[:, -1] = A[:, 0]
         c, rcond = rng.normal(size=m), (None, 1e-12, 1e-3)[t % 3]
-        assert np.array_equal(lstsq.gelsy(A, c, rcond),
+        assert np.array_equal(nlstsq.gelsy(A, c, rcond),
                               scipy.linalg.lstsq(A, c, cond=rcond, lapack_driver="gelsy")[0]), (m, n, rcond)
     with pytest.raises(ValueError, match="tall or square"):
-        lstsq.gelsy(np.ones((2, 3)), np.ones(2), None)
+        nlstsq.gelsy(np.ones((2, 3)), np.ones(2), None)
 
 
 def test_the_full_system_is_what_updates_solve_W3_solves():
     """"host" builds the CPU solver's system: [B^T; sqrt(lambda) I] x = [y; 0], gelsy with rcond."""
     B, y = _systems(2, 120, 8, seed=5)
-    got = lstsq.solve_all(lstsq.to_host(CPU, B, y, np.array([0.0, 2.0]), "host"), "min-norm", 1e-10, False)
+    got = nlstsq.solve_all(lstsq.to_host(CPU, B, y, np.array([0.0, 2.0]), "host"), "min-norm", 1e-10, False)
     for s, lam in enumerate((0.0, 2.0)):
         want = scipy.linalg.lstsq(_full_A(B[s], lam), np.concatenate([y[s], np.zeros(8)]), cond=1e-10,
                                   lapack_driver="gelsy")[0]

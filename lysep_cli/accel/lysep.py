@@ -1,19 +1,19 @@
-"""LySep (Algorithms 1-3, any depth L) with a cell's seeds stacked: lysep_cli/solvers/lysep/ for S seeds at once.
+"""LySep (Algorithms 1-3, any depth L) with a cell's seeds stacked: the sweep of solvers/lysep/ for S seeds at once.
 
-The formulas and their order of operations are those of solvers/lysep/loss.py, weights.py, updates.py and
-algorithm.py, with a leading seed axis on every variable (W_l (S, out, in), b_l (S, out), b_L (S,),
-a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N)) and on every per-seed scalar (J_S, ||W_L||^2, the
-step sizes).  Per seed, the decisions are the CPU solver's:
+The formulas are solvers/lysep/'s own (loss.LySepState and Terms with a leading seed axis on every variable:
+W_l (S, out, in), b_l (S, out), b_L (S,), a_l (S, M, N), d_l (S, n_in, M, N), q_l (S, |S|, M, N), and on
+every per-seed scalar: J_S, ||W_L||^2, P; weights.py, updates.py).  What this module adds is the sweep's
+per-seed control.  Per seed, the decisions are the CPU solver's:
 
 - each gradient block's backtracking (or fixed) step by lysep_cli/solvers/steps.py ``Backtracking`` (one state per
   seed), every seed accepting or rejecting its own trial by a mask; a trial that leaves a seed's block unchanged
   bit for bit gives that seed J0 (algorithm.same_bits); the block's first ``trial_batch`` trials evaluated at
   once, as one stack of trial_batch S states (lysep_cli/accel/trials.py: 1 on NumPy, 2 on CuPy; every seed's run
   the same);
-- the closed-form updates b_l, W_L and b_L; W_L's least squares per seed on the host by the CPU's routine
-  (scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of the full system
-  (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the device
-  ("reduced", CuPy's default; lysep_cli/accel/lstsq.py);
+- the closed-form updates b_l, W_L and b_L (updates.py); W_L's least squares per seed on the host by the CPU's
+  routine (numerics/lstsq.py: scipy's gelsy or Matlab's basic solve), on a thread pool over the seeds, either of
+  the full system (``w_solve`` "host", NumPy's default: the CPU's bits) or of the system reduced by a QR on the
+  device ("reduced", CuPy's default; lysep_cli/accel/lstsq.py);
 - a seed whose J_S stops being finite leaves the sweep there (its later blocks are not applied), and a seed
   whose J_S or PINN J is not finite after a sweep is diverged and frozen;
 - the consistency bound J <= factor C_L J_S checked per seed.
@@ -28,257 +28,23 @@ which a stopped stack resumes bit for bit (docs/gpu.md).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from lysep_cli.accel import lstsq, padding, trials
 from lysep_cli.accel.backend import Backend
-from lysep_cli.numerics import channels as engine
-from lysep_cli.numerics import sigma
 from lysep_cli.numerics.activation import SIGMA
-from lysep_cli.numerics.channels import Array, ChannelPlan, Layer, _dot
+from lysep_cli.numerics.channels import Array, ChannelPlan, _dot
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.network import Params, pinn_pass
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Checkpoint, SolveResult
 from lysep_cli.solvers.lysep.algorithm import Settings, block_order, bound_factor, lysep_result
-from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, affects, compute_group, constraint_names, frozen_gradient,
-                                          gradient_blocks, layer_map, through_weights)
-from lysep_cli.solvers.lysep.updates import solve_b, solve_b3
-from lysep_cli.solvers.lysep.weights import backward_pass, partials, penalty_from, sum_per_seed, theorem_constant
-
-
-@dataclass(frozen=True)
-class Data:
-    """LySepData on the device: Z (n_in, N), K (N,), Y (N,), the plan (one group per q_j), the host's
-    LySepData (k, kj, hj, S) and the host copies the least squares use; the weights' constants uploaded
-    once: kj, hj (n_in, 1) (|K_j|^2, |K-hat_j|^2), hS (|S|,) (hj on S), hS1 (|S|, 1), Sx (|S|,) (S)."""
-
-    xp: Any
-    Z: Array
-    K: Array
-    Y: Array
-    plan: ChannelPlan
-    host: LySepData
-    kj: Array
-    hj: Array
-    hS: Array
-    hS1: Array
-    Sx: Array
-
-    @property
-    def N(self) -> int:
-        return int(self.host.Z.shape[1])
-
-    @classmethod
-    def of(cls, be: Backend, data: TrainingData) -> "Data":
-        """The training data's LySepData on ``be``'s device."""
-        host = LySepData.build(data.Z, data.coef, data.Y)
-        xp = be.xp
-        hS = host.hj[host.S]
-        return cls(xp, be.asarray(host.Z), be.asarray(host.K), be.asarray(host.Y), host.plan.to(xp), host,
-                   be.asarray(host.kj[:, None]), be.asarray(host.hj[:, None]), be.asarray(hS), be.asarray(hS[:, None]),
-                   be.asarray(host.S))
-
-
-def _squares(xp: Any, x: Array) -> Array:
-    """sum_m x[..., m, n]^2, (..., M, N) -> (..., N), m in order (np.einsum("...mn,...mn->...n")'s bits on NumPy;
-    on CuPy two kernels, where its einsum copies both operands to a transposed layout and calls matmul)."""
-    return xp.sum(xp.multiply(x, x), axis=-2)
-
-
-class State:
-    """The variables of the depth-L model for S seeds, by name, with the caches of loss.LySepState
-    (sigma^(k)(a_l), the per-sample norms, B, the weights), dropped when a variable they depend on changes."""
-
-    def __init__(self, xp: Any, L: int, v: dict[str, Array], plan: ChannelPlan, cache: dict | None = None):
-        self.xp, self.L, self.v, self.plan = xp, L, v, plan
-        self.cache: dict = {} if cache is None else cache
-
-    def with_(self, **changes: Array) -> "State":
-        cache = {k: c for k, c in self.cache.items() if not any(s in changes for s in _sources(k, self.L))}
-        return State(self.xp, self.L, {**self.v, **changes}, self.plan, cache)
-
-    def _cached(self, key: tuple, make: Callable[[], Any]) -> Any:
-        if key not in self.cache:
-            self.cache[key] = make()
-        return self.cache[key]
-
-    def sig(self, l: int):
-        return self._cached(("sig", l), lambda: sigma.values(self.xp, self.v[f"a{l}"]))
-
-    def nd(self, l: int) -> Array:
-        return self._cached(("nd", l), lambda: _squares(self.xp, self.v[f"d{l}"]))
-
-    def nq(self, l: int) -> Array:
-        return self._cached(("nq", l), lambda: _squares(self.xp, self.v[f"q{l}"]))
-
-    def layer(self, l: int) -> Layer:
-        return Layer(self.v[f"a{l}"], self.sig(l), self.v[f"d{l}"], self.v[f"q{l}"] if l >= 2 else None)
-
-    @property
-    def fit(self) -> engine.Fit:
-        return self._cached(("fit", 0), lambda: engine.fit_matrix(self.xp, self.layer(self.L - 1), self.plan))
-
-    def w(self, l: int) -> Array:
-        """||W_l||_F^2 per seed, (S,)."""
-        return self._cached(("w", l), lambda: sum_per_seed(self.xp, self.v[f"W{l}"] * self.v[f"W{l}"]))
-
-    def w1(self) -> Array:
-        """||W_1(:, i)||^2 per seed and input, (S, n_in)."""
-        return self._cached(("w1", 1), lambda: self.xp.sum(self.v["W1"] * self.v["W1"], axis=1))
-
-    @property
-    def w_out(self) -> Array:
-        """||W_L||_F^2 per seed, (S,)."""
-        return self.w(self.L)
-
-
-def _sources(key: tuple, L: int) -> tuple[str, ...]:
-    """The variables a cached value depends on."""
-    kind, l = key
-    if kind == "fit":
-        return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
-    if kind == "paper":
-        return _PAPER_SOURCES[l]
-    if kind == "wt":
-        return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
-    return ({"sig": "a", "nd": "d", "nq": "q", "w": "W", "w1": "W"}[kind] + str(l),)
-
-
-@dataclass
-class Weights:
-    """rho per constraint and layer, stacked: rho_a (S, N), rho_d (S, n_in, N), rho_q (|S|, 1) at l = L-1
-    (shared by the seeds, as on the CPU) or (S, |S|, 1) below."""
-
-    rho_a: dict[int, Array]
-    rho_d: dict[int, Array]
-    rho_q: dict[int, Array]
-    tape: dict[int, tuple] | None = None  # the backward pass's (gT, gP, gS, gR) per layer (weights: through)
-
-
-def weights(st: State, data: Data) -> Weights:
-    """weights.weights_from for every seed (the backward pass; at L = 3 rho_a, rho_d in the paper's grouping)."""
-    if st.L == 3:  # its summands are cached (_paper_grouping)
-        return _paper_grouping(st.xp, st, data)
-    return st._cached(("wt", 0), lambda: _weights(st, data))
-
-
-def _weights(st: State, data: Data) -> Weights:
-    """weights.backward_pass for every seed (rho_q at l = L-1 shared by the seeds, as on the CPU)."""
-    L = st.L
-    return Weights(*backward_pass(L, {l: st.w(l) for l in range(2, L)}, st.w1(), {l: st.nd(l) for l in range(1, L)},
-                                  {l: st.nq(l) for l in range(2, L)}, data.Sx, data.kj, data.hS1, data.host.k, st.xp))
-
-
-#: the variables each summand of _paper_grouping depends on (L = 3): a trial of one block recomputes only
-#: those of its block (the others stay in the trial state's cache)
-_PAPER_SOURCES = {"A2": ("d2", "q2"), "A1": ("d1", "d2", "q2"), "hw": ("W1",), "n12": ("d1", "d2"), "w22": ("W2",),
-                  "X": ("W2", "d1", "d2"), "a1": ("W1", "W2", "d1", "d2", "q2"), "a2": ("W1", "W2", "d2", "q2"),
-                  "khn12": ("d1", "d2"), "d1": ("W1", "W2", "d1", "d2"), "khn2": ("d2",), "hww": ("W1", "W2"),
-                  "d2": ("W1", "W2", "d2")}
-
-
-def _paper_grouping(xp: Any, st: State, data: Data) -> Weights:
-    """rho at L = 3 as weights._paper_grouping sums it (omega D^2 of `eq:Js-elliptic`), stacked, each summand
-    cached in ``st`` (:data:`_PAPER_SOURCES`): w_2 (S,), w1 (S, n_in), n1, n2 (S, n_in, N), q2 (S, |S|, N);
-    rho_a (S, N), rho_d (S, n_in, N), rho_q_2 = h_S (|S|, 1), the backward pass's first gP."""
-    k, kj, hj, hS = data.host.k, data.kj, data.hj, data.hS
-    w_2 = st.w(2)
-    w2, w1c, w2d = w_2[:, None], st.w1()[:, :, None], w_2[:, None, None]
-    n1, n2 = st.nd(1), st.nd(2)
-
-    def c(name: str, make: Callable[[], Array]) -> Array:
-        return st._cached(("paper", name), make)
-
-    A2 = c("A2", lambda: k + xp.sum(kj * n2, axis=1) + xp.matmul(hS[None, None, :], st.nq(2))[:, 0, :])  # hS @ nq
-    A1 = c("A1", lambda: A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=1))
-    hw = c("hw", lambda: w1c * hj)  # = hj * w1c bit for bit (a product commutes)
-    w22 = c("w22", lambda: w2d * w2d)
-    n12 = c("n12", lambda: n1 + n2)
-    X = c("X", lambda: w2d * n1 + w22 * n12)
-    rho_a = {1: c("a1", lambda: w2 * A1 + xp.sum(hw * X, axis=1)),
-             2: c("a2", lambda: A2 + w2 * xp.sum(hw * n2, axis=1))}
-    khn12 = c("khn12", lambda: kj + hj * n12)
-    khn2 = c("khn2", lambda: kj + hj * n2)
-    hww = c("hww", lambda: hj * w2d * w1c)
-    rho_d = {1: c("d1", lambda: hw * (w2d + w22) + w2d * khn12),
-             2: c("d2", lambda: khn2 + hww)}
-    return Weights(rho_a, rho_d, {2: data.hS1})
-
-
-class Terms:
-    """Constraint residuals e[name], their per-sample squares E (cached), r (S, N), and P (S,), the penalty
-    with the weights of the state the terms belong to (cached by :func:`penalty_of`)."""
-
-    def __init__(self, xp: Any, e: dict[str, Array], r: Array, E: dict[str, Array] | None = None,
-                 P: Array | None = None):
-        self.xp, self.e, self.r, self._E, self.P = xp, e, r, {} if E is None else E, P
-
-    def E(self, name: str) -> Array:
-        if name not in self._E:
-            e = self.e[name]
-            self._E[name] = _squares(self.xp, e)
-        return self._E[name]
-
-
-def compute_terms(st: State, data: Data) -> Terms:
-    return Terms(st.xp, {n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data))
-
-
-def update_terms(terms: Terms, block: str, st: State, data: Data, own_map: Array | None = None) -> Terms:
-    """loss.update_terms: only the groups ``block`` touches are recomputed."""
-    groups = affects(block, st.L)
-    e, r, E = terms.e.copy(), terms.r, terms._E.copy()  # a trial batch's terms: trials.Tiled, copied lazily
-    for name in groups:
-        E.pop(name, None)
-        if name == "fit":
-            r = compute_group("fit", st, data)
-        elif name == block and own_map is not None:
-            e[name] = _own_residual(st.xp, own_map, st.v[name])
-        else:
-            e[name] = compute_group(name, st, data)
-    # W_L and b_L touch r only: the constraints, the weights and so P stay
-    return Terms(st.xp, e, r, E, terms.P if groups == ("fit",) else None)
-
-
-def _own_residual(xp: Any, own_map: Array, v: Array) -> Array:
-    """own_map - v, own_map (S, ...) the block's layer map, v (S, ...) or a trial batch's (r S, ...)."""
-    if own_map.shape[0] == v.shape[0]:
-        return xp.subtract(own_map, v)
-    return xp.subtract(own_map[None], v.reshape((-1,) + own_map.shape)).reshape(v.shape)
-
-
-def penalty_of(st: State, data: Data, terms: Terms) -> Array:
-    """P per seed, (S,), of the state ``st`` whose terms are ``terms``, computed once for them."""
-    if terms.P is None:
-        terms.P = penalty_from(terms.E, weights(st, data), st.xp, st.L)
-    return terms.P
-
-
-def lysep_loss(st: State, data: Data, terms: Terms) -> Array:
-    """J_S per seed, (S,) (loss.lysep_loss and loss_parts: fit + ||W_L||^2 P / N)."""
-    P = penalty_of(st, data, terms)
-    N = data.N
-    fit = _dot(st.xp, terms.r, terms.r) / N
-    pen = st.w_out * P / N
-    return fit + pen
-
-
-def gradient(block: str, st: State, data: Data, terms: Terms, wt: Weights, mode: str = "frozen") -> Array:
-    """loss.gradient per seed: dJ_S / d(block), the block's stacked shape; ``mode`` "through" adds, for the W,
-    d and q blocks, the terms through omega and D: (||W_L||^2 / N) dP/d(norm) d(norm)/d(block)."""
-    g = frozen_gradient(block, st, data, terms, wt)
-    x, l = block[0], int(block[1:])
-    if mode != "through" or x not in "Wdq":
-        return g
-    xp, L = st.xp, st.L
-    tape = wt.tape if wt.tape is not None else st._cached(("wt", 0), lambda: _weights(st, data)).tape  # L = 3
-    wp = partials(L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(), {k: st.nd(k) for k in range(1, L)},
-                  {k: st.nq(k) for k in range(2, L)}, data.Sx, terms.E, xp)
-    return through_weights(g, block, st, data, wp)
+from lysep_cli.solvers.lysep.loss import (LySepData, LySepState, Terms, _sources, affects, compute_terms, gradient,
+                                          gradient_blocks, layer_map, lysep_loss, update_terms, weights)
+from lysep_cli.solvers.lysep.updates import solve_b, solve_b3, solve_W3
+from lysep_cli.solvers.lysep.weights import Weights, sum_per_seed, theorem_constant
 
 
 def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
@@ -291,7 +57,7 @@ def _merge(xp: Any, mask: Array, new: Array, old: Array) -> Array:
 _TILED_KINDS = ("w", "w1", "nd", "nq", "paper")
 
 
-def _tiled(st: State, terms: Terms, block: str, xt: Array, k: int, reads: list) -> tuple[State, Terms]:
+def _tiled(st: LySepState, terms: Terms, block: str, xt: Array, k: int, reads: list) -> tuple[LySepState, Terms]:
     """The state and terms of k trials of ``block`` at once, k S seeds (row i: seeds i S .. (i+1) S - 1): the
     block's variable xt (k S, ...), every other variable, cached value and term of ``st``/``terms`` tiled k
     times when first read (trials.Tiled); r tiled unless the block's terms recompute it.  ``reads``: what the
@@ -306,23 +72,23 @@ def _tiled(st: State, terms: Terms, block: str, xt: Array, k: int, reads: list) 
     tiles = trials.tile_many(xp, [maps[m].base[key] for m, key in wanted] + ([terms.r] if need_r else []), k)
     for (m, key), a in zip(wanted, tiles):
         maps[m].put_tile(key, a)
-    return State(xp, L, v, st.plan, maps[1]), Terms(xp, maps[2], tiles[-1] if need_r else None, maps[3])
+    return LySepState(L, v, st.plan, maps[1], xp), Terms(maps[2], tiles[-1] if need_r else None, maps[3], xp=xp)
 
 
-def _reads(st2: State, t2: Terms) -> list:
+def _reads(st2: LySepState, t2: Terms) -> list:
     """What a trial batch (:func:`_tiled`) tiled: (mapping, key) pairs."""
     return [(m, key) for m, mp in enumerate((st2.v, st2.cache, t2.e, t2._E)) for key in mp.tiled]
 
 
-def _row(st: State, terms: Terms, st2: State, t2: Terms, block: str, i: int) -> tuple[State, Terms]:
+def _row(st: LySepState, terms: Terms, st2: LySepState, t2: Terms, block: str, i: int) -> tuple[LySepState, Terms]:
     """Row i of a trial batch (:func:`_tiled`) as a trial state of S seeds for the step's accept: the block's
     variable, its terms and r, and the cached values the batch computed (views)."""
     S = st.v[block].shape[0]
     rows = slice(i * S, (i + 1) * S)
     cache = {key: c[rows] for key, c in dict.items(st2.cache) if key[0] in _TILED_KINDS and key not in st2.cache.tiled}
     e = {name: t2.e[name][rows] for name in affects(block, st.L) if name != "fit"}
-    return (State(st.xp, st.L, {block: st2.v[block][rows]}, st.plan, cache),
-            Terms(st.xp, e, terms.r if "fit" not in affects(block, st.L) else t2.r[rows]))
+    return (LySepState(st.L, {block: st2.v[block][rows]}, st.plan, cache, st.xp),
+            Terms(e, terms.r if "fit" not in affects(block, st.L) else t2.r[rows], xp=st.xp))
 
 
 def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None:
@@ -346,8 +112,8 @@ def _merge_cache(xp: Any, mask: Array, new: dict, old: dict, into: dict) -> None
 class StackedIteration:
     """algorithm.LySepIteration for S seeds: variables, terms, step rules, per-seed counters."""
 
-    def __init__(self, be: Backend, params0: list[Params], data: Data, settings: Settings, w_solve: str | None = None,
-                 workers: int | None = None, trial_batch: int | None = None):
+    def __init__(self, be: Backend, params0: list[Params], data: LySepData, settings: Settings,
+                 w_solve: str | None = None, workers: int | None = None, trial_batch: int | None = None):
         xp = self.xp = be.xp
         self.be, self.data, self.s = be, data, settings
         self.w_solve = lstsq.default_w_solve(xp) if w_solve is None else w_solve
@@ -364,9 +130,9 @@ class StackedIteration:
         self.order = block_order(self.L)
         hosts = [LySepState.from_params(p, data.host) for p in params0]  # the CPU's forward values, exact
         v = {k: xp.asarray(np.stack([np.asarray(h.v[k], dtype=float) for h in hosts])) for k in hosts[0].v}
-        self.st = State(xp, self.L, v, data.plan)
+        self.st = LySepState(self.L, v, data.plan, xp=xp)
         self.terms = compute_terms(self.st, data)
-        self.J_S = be.host(lysep_loss(self.st, data, self.terms))
+        self.J_S = be.host(lysep_loss(self.st, data, self.terms).J_S)
         if settings.step_rule == "backtracking":
             self.rules = settings.step_rules(self.blocks, seeds=self.S)
         self.last_cond = np.full(self.S, np.nan)
@@ -395,7 +161,7 @@ class StackedIteration:
         """Back to a :meth:`snapshot`: the terms, weights and caches recomputed from the variables (functions
         of them alone, so the same bits as the run had)."""
         v = {k[2:]: self.xp.asarray(np.ascontiguousarray(a)) for k, a in arrays.items() if k.startswith("v_")}
-        self.st = State(self.xp, self.L, v, self.data.plan)
+        self.st = LySepState(self.L, v, self.data.plan, xp=self.xp)
         self.terms = compute_terms(self.st, self.data)
         self.J_S = np.array(arrays["J_S"])
         self.unchanged_trials, self.trials = np.array(arrays["unchanged"]), np.array(arrays["trials"])
@@ -426,7 +192,7 @@ class StackedIteration:
         if self.s.step_rule == "fixed" and self.s.tau == 0.0:
             return  # FixedStep.inactive: only the closed-form updates act
         wt = weights(st, data)
-        g = gradient(block, st, data, terms, wt, self.s.weights)
+        g = gradient(block, st, data, terms, self.s.weights, wt)
         J0 = self.J_S.copy()
         own: list = []  # the block's own layer map (a, d, q blocks of layers >= 2), made at the first evaluation
         accepted: dict[str, Any] = {}
@@ -442,7 +208,7 @@ class StackedIteration:
             else:
                 st2, t2 = _tiled(st, terms, block, xt, rows, self._reads.get(block, []))
             t2 = update_terms(t2, block, st2, data, own[0] if own else None)
-            J = lysep_loss(st2, data, t2)
+            J = lysep_loss(st2, data, t2).J_S
             if rows > 1:
                 self._reads[block] = _reads(st2, t2)
             return J, (lambda i: (st2, t2)) if rows == 1 else (lambda i: _row(st, terms, st2, t2, block, i))
@@ -464,7 +230,7 @@ class StackedIteration:
             r = _merge(xp, m, t2.r, base_terms.r)
             new = base_st.with_(**{block: v})
             _merge_cache(xp, m, st2.cache, base_st.cache, new.cache)
-            accepted["state"] = (new, Terms(xp, e, r))
+            accepted["state"] = (new, Terms(e, r, xp=xp))
 
         if rule is not None:
             J, _, moved = rule.step_seeds(J0, trial.g2, trial, accept, active)
@@ -479,28 +245,20 @@ class StackedIteration:
         self.accepted_steps[block] += moved
 
     def _solve_W3(self, active: np.ndarray, with_cond: bool) -> tuple[Array, Array | None]:
-        """updates.solve_W3 for the active seeds: [B^T; sqrt(lambda) I] x = [Y - K b_L; 0] (gelsy or basic), or
-        with w3_b3 "joint" [B^T K; sqrt(lambda) I 0] [W_L b_L]^T = [Y; 0], the full systems or the QR-reduced
-        ones (``w_solve``, accel/lstsq.py) solved on the host, seeds on threads: (W_L (S, 1, M), b_L (S,) when
-        joint, else None); the inactive seeds' rows are zeros (:meth:`_set` keeps their values)."""
-        be, data, L = self.be, self.data, self.L
-        joint = self.s.w3_b3 == "joint"
-        idx = np.flatnonzero(active)
-        lam = penalty_of(self.st, data, self.terms)  # (S,)
-        B = self.st.fit.B  # (S, M, N)
-        if joint:
-            y = self.xp.broadcast_to(data.Y, (self.S, data.N))  # Y, (S, N)
-        else:
-            y = data.Y - self.st.v[f"b{L}"][:, None] * data.K  # Y - K b_L, (S, N)
-        if idx.size < self.S:
-            sel = be.asarray(idx)
-            B, y, lam = B[sel], y[sel], lam[sel]
-        systems = lstsq.to_host(be, B, y, lam, self.w_solve, data.K if joint else None)  # one host sync
-        M = self.st.v[f"W{L}"].shape[2]
+        """updates.solve_W3 for the active seeds, their systems brought to the host as ``w_solve`` says
+        (accel/lstsq.to_host: one host sync) and solved there on threads: (W_L (S, 1, M), b_L (S,) when joint,
+        else None); the inactive seeds' rows are zeros (:meth:`_set` keeps their values)."""
+        be, joint, idx = self.be, self.s.w3_b3 == "joint", np.flatnonzero(active)
+        sol = solve_W3(self.st, self.data, self.terms, joint, self.s.rcond, with_cond, self.s.lstsq, idx,
+                       lambda B, y, lam, K: lstsq.to_host(be, B, y, lam, self.w_solve, K), self.workers)
+        M = sol.W3.shape[2]
         X = np.zeros((self.S, M + joint))  # [W_L, b_L] per seed; the inactive seeds' rows: _set keeps their values
-        for s, (x, rank, cond) in zip(idx, lstsq.solve_all(systems, self.s.lstsq, self.s.rcond, with_cond,
-                                                            self.workers)):
-            X[s], self.last_rank[s], self.last_cond[s] = x, rank, cond
+        X[idx, :M] = sol.W3[:, 0]
+        if joint:
+            X[idx, M] = sol.b3
+        self.last_cond[idx] = sol.cond
+        for s, rank in zip(idx, sol.rank):
+            self.last_rank[s] = rank
         X = be.asarray(X)  # one upload
         return X[:, None, :M], (X[:, M] if joint else None)
 
@@ -532,7 +290,7 @@ class StackedIteration:
                 else:
                     value = self._solve_b(int(block[1:]))
                 self._set(block, value, active)
-                J = self.be.host(lysep_loss(self.st, data, self.terms))
+                J = self.be.host(lysep_loss(self.st, data, self.terms).J_S)
                 self.J_S = np.where(active, J, self.J_S)
             active &= np.isfinite(self.J_S)
 
@@ -550,7 +308,7 @@ class StackedIteration:
                 + [(host[f"W{L}"][s].copy(), np.array([host[f"b{L}"][s]]))] for s in range(self.S)]
 
 
-def pinn_J(be: Backend, params: Params, data: Data, plan: ChannelPlan) -> np.ndarray:
+def pinn_J(be: Backend, params: Params, data: LySepData, plan: ChannelPlan) -> np.ndarray:
     """The PINN loss J of each seed's network, (S,) on the host (network.pinn_loss, stacked), from the
     stacked network on the device (:meth:`StackedIteration.network`) and the training data there."""
     fp = pinn_pass(params, data.Z, plan, data.Y, be.xp)
@@ -582,7 +340,7 @@ def solve_stacked(be: Backend, problem: Problem, data: TrainingData, params0: li
     n_real = len(params0)
     params0 = padding.padded(params0, padding.stack_size(xp, stack_to))
     progress = padding.real_seeds(progress, n_real)
-    ld = Data.of(be, data)
+    ld = LySepData.build(data.Z, data.coef, data.Y).on(be)
     host = ld.host
     pinn_plan = ChannelPlan.build(data.coef).to(xp)
     S, L = len(params0), len(params0[0])

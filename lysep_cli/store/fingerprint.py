@@ -84,6 +84,11 @@ SAME_BITS_AS: dict[str, str] = {
     # (varpro's progress convention); measured: the CI's eight exact reruns, varpro-lm/-lbfgs/-gd's and
     # LySep's at elliptic-10d, parabolic-5d, hyperbolic-5d, bit-identical at --level exact (2026-12-07)
     "7eb3ea282caf64bc": "abee53243e14febb",
+    # issue 53's last LySep stages: one state and terms class with a seed axis (LySepState, Terms), the
+    # weights at L = 3 in the paper's grouping once (weights.paper_grouping), W_L's least squares once
+    # (updates.solve_W3, numerics/lstsq.py); measured: LySep's cheapest archived run of the four paper
+    # experiments, pinn's, rfls's (parabolic-5d) and varpro-lm's (elliptic-2d) bit-identical at --level exact
+    "6e4669b1d41ab87f": "abee53243e14febb",
 }
 
 

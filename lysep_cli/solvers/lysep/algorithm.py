@@ -185,9 +185,8 @@ class LySepIteration:
             if block in self.blocks:
                 self._gradient_step(block)
             elif block == f"W{L}":
-                sol = solve_W3(self.st, data, self.terms, weights(self.st, data),
-                               joint=self.s.w3_b3 == "joint", rcond=self.s.rcond, with_cond=with_cond,
-                               lstsq=self.s.lstsq)
+                sol = solve_W3(self.st, data, self.terms, joint=self.s.w3_b3 == "joint", rcond=self.s.rcond,
+                               with_cond=with_cond, lstsq=self.s.lstsq)
                 self.last_cond, self.last_rank = sol.cond, sol.rank
                 self._set(block, sol.W3)
                 if sol.b3 is not None:

@@ -27,38 +27,42 @@ constraint, and every omega carries ||W_L||_F^2, so
     N * J_S = ||r||^2 + ||W_L||_F^2 * P,   P = sum_n sum_c rho_c[n] E_c[n]
 
 with E_c[n] = ||e_c[:, n]||^2.  P is the lambda of the W_L ridge step (docs/paper-notes.md: the paper's
-lambda misses a |K-hat|^2 factor).  rho comes from lysep_weights.weights_from (a backward pass over the
-layers; at L = 3 the paper's omega D^2, see docs/lysep.md).
+lambda misses a |K-hat|^2 factor).  rho comes from weights.backward_pass (a backward pass over the
+layers; at L = 3 the paper's omega D^2, weights.paper_grouping, see docs/lysep.md).
 
-Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N).  Variable names: W1..WL, b1..bL,
-a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).
+Shapes: a_l (M, N); d_l stacked as (n_in, M, N); q_l as (|S|, M, N) (a stack of seeds: a leading axis S).
+Variable names: W1..WL, b1..bL, a1..a{L-1}, d1..d{L-1}, q2..q{L-1} (at L = 3 the paper's q_i is ``q2``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import numpy as np
 
 from lysep_cli.numerics import channels as ch_engine
-from lysep_cli.numerics.activation import SIGMA, SigmaValues
+from lysep_cli.numerics import sigma
+from lysep_cli.numerics.activation import SigmaValues
 from lysep_cli.numerics.channels import ChannelPlan, Fit, Layer
 from lysep_cli.numerics.network import Params, forward
 from lysep_cli.numerics.problems import OperatorCoefficients
-from lysep_cli.solvers.lysep.weights import (Norms, WeightPartials, Weights, penalty_from, per_seed, weight_partials,
-                                             weights_from)
+from lysep_cli.solvers.lysep.weights import (PAPER_SOURCES, WeightPartials, Weights, backward_pass, paper_grouping,
+                                             partials, penalty_from, per_seed, sum_per_seed)
 
 WeightMode = Literal["frozen", "through"]
 
 
 @dataclass(frozen=True)
 class LySepData:
-    """Training data with the coefficient constants of the weights.
+    """Training data with the coefficient constants of the weights, on the host or on a stacked engine's
+    device (:meth:`on`).
 
     Z (n_in, N); K (N,); Kd (n_in, N) the K_j; Kh (n_in, N) the K-hat_j; S index array of the
-    second-derivative channels; Y (N,); k, kj, hj the squared sup norms |K|^2, |K_j|^2, |K-hat_j|^2;
-    plan: the channel engine's plan with one group per q_j (LySep's q_j are separate variables).
+    second-derivative channels; Y (N,); k, kj, hj the squared sup norms |K|^2, |K_j|^2, |K-hat_j|^2, and
+    as the weights use them kj1, hj1 (n_in, 1), hS = hj on S (|S|,), hS1 (|S|, 1);
+    plan: the channel engine's plan with one group per q_j (LySep's q_j are separate variables);
+    host: the host's data (None: this is it).
     """
 
     Z: np.ndarray
@@ -71,18 +75,30 @@ class LySepData:
     kj: np.ndarray
     hj: np.ndarray
     plan: ChannelPlan
+    kj1: np.ndarray
+    hj1: np.ndarray
+    hS: np.ndarray
+    hS1: np.ndarray
+    host: "LySepData | None" = None
 
     @classmethod
     def build(cls, Z: np.ndarray, coef: OperatorCoefficients, Y: np.ndarray) -> "LySepData":
         S = np.flatnonzero(coef.second)
         sup2 = lambda A: np.max(np.abs(A), axis=-1) ** 2  # noqa: E731  |.|_inf^2 over the N points
         hj = np.where(coef.second, sup2(coef.K2), 0.0)
-        return cls(Z, coef.K, coef.K1, coef.K2, S, Y, float(sup2(coef.K)), sup2(coef.K1), hj,
-                   ChannelPlan.build(coef, grouped=False))
+        kj = sup2(coef.K1)
+        return cls(Z, coef.K, coef.K1, coef.K2, S, Y, float(sup2(coef.K)), kj, hj,
+                   ChannelPlan.build(coef, grouped=False), kj[:, None], hj[:, None], hj[S], hj[S][:, None])
+
+    def on(self, be) -> "LySepData":
+        """This data on a backend's device (``be.xp``, ``be.asarray``: accel/backend.py), uploaded once."""
+        arrays = {f.name: be.asarray(getattr(self, f.name)) for f in fields(self)
+                  if isinstance(getattr(self, f.name), np.ndarray)}
+        return replace(self, **arrays, plan=self.plan.to(be.xp), host=self)
 
     @property
     def N(self) -> int:
-        return self.Z.shape[1]
+        return int(self.Z.shape[1])
 
 
 def variable_names(L: int) -> list[str]:
@@ -97,26 +113,38 @@ def _sources(key: tuple, L: int) -> tuple[str, ...]:
     kind, l = key
     if kind == "fit":
         return (f"a{L - 1}", f"d{L - 1}", f"q{L - 1}")
-    if kind == "wt":  # the norms of Norms: W_1..W_{L-1}, d_1..d_{L-1}, q_2..q_{L-1}
+    if kind == "paper":
+        return PAPER_SOURCES[l]
+    if kind == "wt":  # the norms of the weights: W_1..W_{L-1}, d_1..d_{L-1}, q_2..q_{L-1}
         return tuple(f"{x}{k}" for k in range(1, L) for x in ("W", "d")) + tuple(f"q{k}" for k in range(2, L))
-    return ({"sig": "a", "nd": "d", "nq": "q"}[kind] + str(l),)
+    return ({"sig": "a", "nd": "d", "nq": "q", "w": "W", "w1": "W"}[kind] + str(l),)
+
+
+def squares(xp, x: np.ndarray) -> np.ndarray:
+    """Per-sample squared norms sum_m x[..., m, n]^2, ((S,) .., M, N) -> ((S,) .., N), m in order: NumPy's
+    einsum (no (M, N) temporary), elsewhere a product and a sum (CuPy's einsum copies both operands to a
+    transposed layout and calls matmul); the same bits on NumPy."""
+    if xp is np:
+        return np.einsum("...mn,...mn->...n", x, x)
+    return xp.sum(xp.multiply(x, x), axis=-2)
 
 
 class LySepState:
-    """All variables of the depth-L LySep model, by name (``st.W1``, ``st.a2``, ``st.q2``, ``st.b3``):
+    """All variables of the depth-L LySep model, by name (``st.W1``, ``st.a2``, ``st.q2``, ``st.b3``), of one
+    seed or of a stack of S seeds (every variable with a leading seed axis, b_L (S,)), in the array namespace
+    ``xp``:
 
-    W1 (M, n_in), W_l (M, M), W_L (1, M); b_l (M,), b_L float; a_l (M, N); d_l (n_in, M, N) the d_li
-    stacked; q_l (|S|, M, N) for l = 2..L-1 (q_1i = 0).  sigma^(k)(a_l), the per-sample norms and B are
-    cached once per value of the variables they depend on.
+    W1 ((S,) M, n_in), W_l ((S,) M, M), W_L ((S,) 1, M); b_l ((S,) M,), b_L a float or (S,); a_l ((S,) M, N);
+    d_l ((S,) n_in, M, N) the d_li stacked; q_l ((S,) |S|, M, N) for l = 2..L-1 (q_1i = 0).  sigma^(k)(a_l),
+    the squared norms, B and the weights (or their summands at L = 3) are cached once per value of the
+    variables they depend on.
     """
 
-    xp = np  # the array namespace (the stacked state of accel/lysep.py: its backend's)
-
-    def __init__(self, L: int, v: dict, plan: ChannelPlan, cache: dict | None = None):
+    def __init__(self, L: int, v: dict, plan: ChannelPlan, cache: dict | None = None, xp=np):
         if L < 2:
             raise ValueError(f"LySep needs L >= 2 (one hidden layer at least); got L = {L}")
-        self.L, self.v, self._plan = L, v, plan
-        self._cache: dict = {} if cache is None else cache
+        self.L, self.v, self.plan, self.xp = L, v, plan, xp
+        self.cache: dict = {} if cache is None else cache
 
     def __getattr__(self, name: str):
         v = self.__dict__.get("v")
@@ -126,7 +154,7 @@ class LySepState:
 
     @classmethod
     def from_params(cls, params: Params, data: LySepData) -> "LySepState":
-        """Auxiliary variables at their exact forward values (`eq:var_a`, `eq:var_d`, `eq:var_q`)."""
+        """Auxiliary variables at their exact forward values (`eq:var_a`, `eq:var_d`, `eq:var_q`), one seed."""
         L = len(params)
         if L < 2:
             raise ValueError(f"LySep needs L >= 2; got L = {L}")
@@ -143,33 +171,45 @@ class LySepState:
         return cls(L, v, data.plan)
 
     def params(self) -> Params:
+        """The network of one seed's state."""
         L = self.L
         out = [(self.v[f"W{l}"].copy(), self.v[f"b{l}"].copy()) for l in range(1, L)]
         return out + [(self.v[f"W{L}"].copy(), np.array([self.v[f"b{L}"]]))]
 
     def with_(self, **changes: np.ndarray) -> "LySepState":
         """A new state with some variables replaced; cached values of unchanged variables are kept."""
-        unknown = set(changes) - set(self.v)
+        unknown = [k for k in changes if k not in self.v]
         if unknown:
             raise KeyError(f"unknown variable(s) {sorted(unknown)}")
-        cache = {k: c for k, c in self._cache.items() if not any(s in changes for s in _sources(k, self.L))}
-        return LySepState(self.L, {**self.v, **changes}, self._plan, cache)
+        cache = {k: c for k, c in self.cache.items() if not any(s in changes for s in _sources(k, self.L))}
+        return LySepState(self.L, {**self.v, **changes}, self.plan, cache, self.xp)
 
     def _cached(self, key: tuple, make):
-        if key not in self._cache:
-            self._cache[key] = make()
-        return self._cache[key]
+        if key not in self.cache:
+            self.cache[key] = make()
+        return self.cache[key]
 
     # sigma^(k)(a_l), computed once per value of a_l (sin and cos only).
     def sig(self, l: int) -> SigmaValues:
-        return self._cached(("sig", l), lambda: SIGMA.values(self.v[f"a{l}"]))
+        return self._cached(("sig", l), lambda: sigma.values(self.xp, self.v[f"a{l}"]))
 
-    # Per-sample squared norms ||d_li[n]||^2 (n_in, N) and ||q_li[n]||^2 (|S|, N).
+    # Per-sample squared norms ||d_li[n]||^2 ((S,) n_in, N) and ||q_li[n]||^2 ((S,) |S|, N).
     def nd(self, l: int) -> np.ndarray:
-        return self._cached(("nd", l), lambda: np.einsum("jmn,jmn->jn", self.v[f"d{l}"], self.v[f"d{l}"]))
+        return self._cached(("nd", l), lambda: squares(self.xp, self.v[f"d{l}"]))
 
     def nq(self, l: int) -> np.ndarray:
-        return self._cached(("nq", l), lambda: np.einsum("jmn,jmn->jn", self.v[f"q{l}"], self.v[f"q{l}"]))
+        return self._cached(("nq", l), lambda: squares(self.xp, self.v[f"q{l}"]))
+
+    def w(self, l: int):
+        """||W_l||_F^2: a float, or (S,) per seed."""
+        def make():
+            W = self.v[f"W{l}"]
+            return float(np.sum(W * W)) if W.ndim == 2 else sum_per_seed(self.xp, W * W)
+        return self._cached(("w", l), make)
+
+    def w1(self) -> np.ndarray:
+        """||W_1(:, i)||^2 per input, ((S,) n_in)."""
+        return self._cached(("w1", 1), lambda: self.xp.sum(self.v["W1"] * self.v["W1"], axis=-2))
 
     def layer(self, l: int) -> Layer:
         """(a_l, d_l, q_l) as an engine layer (q_1 = 0: Q None)."""
@@ -178,20 +218,12 @@ class LySepState:
     @property
     def fit(self) -> Fit:
         """B of `eq:GD_W3` (and its sums U, V) at (a_{L-1}, d_{L-1}, q_{L-1}); W_L, b_L do not enter."""
-        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(np, self.layer(self.L - 1), self._plan))
-
-    def norms(self) -> Norms:
-        """The squared norms the self-adaptive weights depend on."""
-        L = self.L
-        return Norms(L, {l: float(np.sum(self.v[f"W{l}"] * self.v[f"W{l}"])) for l in range(2, L)},
-                     np.sum(self.W1 * self.W1, axis=0), {l: self.nd(l) for l in range(1, L)},
-                     {l: self.nq(l) for l in range(2, L)})
+        return self._cached(("fit", 0), lambda: ch_engine.fit_matrix(self.xp, self.layer(self.L - 1), self.plan))
 
     @property
-    def w_out(self) -> float:
-        """||W_L||_F^2, the factor every penalty weight carries."""
-        W = self.v[f"W{self.L}"]
-        return float(np.sum(W * W))
+    def w_out(self):
+        """||W_L||_F^2, the factor every penalty weight carries: a float, or (S,)."""
+        return self.w(self.L)
 
 
 def constraint_names(L: int) -> tuple[str, ...]:
@@ -199,13 +231,13 @@ def constraint_names(L: int) -> tuple[str, ...]:
     return tuple(f"{x}{l}" for l in range(1, L) for x in ("a", "d")) + tuple(f"q{l}" for l in range(2, L))
 
 
-@dataclass
 class Terms:
-    """Constraint residuals e[name] (same shapes as the variables), their per-sample squares E, and r (N,)."""
+    """Constraint residuals e[name] (same shapes as the variables), their per-sample squares E (cached), r
+    ((S,) N), and P, the penalty with the weights of the state the terms belong to (cached by
+    :func:`penalty_of`; a float, or (S,))."""
 
-    e: dict[str, np.ndarray]
-    r: np.ndarray
-    _E: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    def __init__(self, e: dict, r: np.ndarray, E: dict | None = None, P=None, xp=np):
+        self.e, self.r, self._E, self.P, self.xp = e, r, {} if E is None else E, P, xp
 
     def __getattr__(self, name: str):
         if name.startswith("e_") and "e" in self.__dict__ and name[2:] in self.__dict__["e"]:
@@ -213,22 +245,10 @@ class Terms:
         raise AttributeError(name)
 
     def E(self, name: str) -> np.ndarray:
-        """Per-sample squared norms of e_name, shape (N,) or (n_in, N); computed once per residual."""
+        """Per-sample squared norms of e_name, ((S,) N) or ((S,) n_in, N); computed once per residual."""
         if name not in self._E:
-            e = self.e[name]
-            self._E[name] = np.einsum("...mn,...mn->...n", e, e)
+            self._E[name] = squares(self.xp, self.e[name])
         return self._E[name]
-
-    def replace(self, _E: dict | None = None, **changes: np.ndarray) -> "Terms":
-        """New terms with some residuals ("e_a1", .., "r") replaced; ``_E``: the squares to keep
-        (default: those of the unchanged residuals)."""
-        e = dict(self.e)
-        r = changes.pop("r", self.r)
-        for k, v in changes.items():
-            e[k[2:]] = v
-        if _E is None:
-            _E = {k: v for k, v in self._E.items() if "e_" + k not in changes}
-        return Terms(e, r, _E)
 
 
 def affects(block: str, L: int) -> tuple[str, ...]:
@@ -245,15 +265,10 @@ def affects(block: str, L: int) -> tuple[str, ...]:
     return (block,) + nxt
 
 
-def fit_matrix(st: LySepState, data: LySepData) -> np.ndarray:
-    """B of `eq:GD_W3`, shape (M, N) (the channel engine's fit matrix at the last hidden layer)."""
-    return st.fit.B
-
-
 def layer_map(name: str, st: LySepState, data: LySepData) -> np.ndarray:
     """The engine's layer map of constraint ``name`` ("a2", "d2", "q2", ...: l >= 2), a new array: what
     (a, d, q)_l should be given layer l-1's auxiliary variables and W_l, b_l (`eq:var_a`, `eq:var_d`,
-    `eq:var_q`).  A state of one seed or a stack of them (accel/lysep.State: a leading seed axis)."""
+    `eq:var_q`).  A state of one seed or a stack of them (a leading seed axis)."""
     x, l = name[0], int(name[1:])
     xp, W, prev = st.xp, st.v[f"W{l}"], st.layer(l - 1)
     if x == "a":
@@ -285,7 +300,8 @@ def compute_group(name: str, st: LySepState, data: LySepData) -> np.ndarray:
 
 
 def compute_terms(st: LySepState, data: LySepData) -> Terms:
-    return Terms({n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data))
+    return Terms({n: compute_group(n, st, data) for n in constraint_names(st.L)}, compute_group("fit", st, data),
+                 xp=st.xp)
 
 
 def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData,
@@ -294,33 +310,60 @@ def update_terms(terms: Terms, block: str, st: LySepState, data: LySepData,
     map of the block's own constraint (:func:`layer_map`; blocks a_l, d_l, q_l with l >= 2), which the
     block does not change: e_block = own_map - block, the same bits as recomputing it."""
     groups = affects(block, st.L)
-    e = dict(terms.e)
-    r = terms.r
+    e, r, E = terms.e.copy(), terms.r, terms._E.copy()  # a stacked trial batch's terms: trials.Tiled, copied lazily
     for name in groups:
+        E.pop(name, None)
         if name == "fit":
             r = compute_group("fit", st, data)
         elif name == block and own_map is not None:
-            e[name] = np.subtract(own_map, st.v[name])
+            e[name] = _own_residual(st.xp, own_map, st.v[name])
         else:
             e[name] = compute_group(name, st, data)
-    return Terms(e, r, {k: v for k, v in terms._E.items() if k not in groups})
+    # W_L and b_L touch r only: the constraints, the weights and so P stay
+    return Terms(e, r, E, terms.P if groups == ("fit",) else None, st.xp)
+
+
+def _own_residual(xp, own_map: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """own_map - v: own_map ((S,) ...) the block's layer map, v the block's variable, of the same shape or a
+    stacked trial batch's (r S, ...) (accel/trials.py)."""
+    if own_map.shape[0] == v.shape[0]:
+        return xp.subtract(own_map, v)
+    return xp.subtract(own_map[None], v.reshape((-1,) + own_map.shape)).reshape(v.shape)
 
 
 def weights(st: LySepState, data: LySepData) -> Weights:
-    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint, any L.
+    """The self-adaptive omega and D of `eq:Js-elliptic` (and Section 3), combined per constraint, any L, one
+    seed or a stack: at L = 3 in the paper's grouping (weights.paper_grouping, each summand cached on the
+    state), else by the backward pass (:func:`pass_weights`).  Recomputed only when W_l, d_l or q_l change."""
+    if st.L == 3:
+        return paper_grouping(st, data)
+    return pass_weights(st, data)
 
-    Cached on the state (a state belongs to one data set): recomputed only when W_l, d_l or q_l change.
-    """
-    return st._cached(("wt", 0), lambda: weights_from(data, st.norms()))
+
+def pass_weights(st: LySepState, data: LySepData) -> Weights:
+    """The weights by weights.backward_pass, with its tape (the partials need it), cached on the state."""
+    L = st.L
+    return st._cached(("wt", 0), lambda: Weights(*backward_pass(
+        L, {l: st.w(l) for l in range(2, L)}, st.w1(), {l: st.nd(l) for l in range(1, L)},
+        {l: st.nq(l) for l in range(2, L)}, data.S, data.kj1, data.hS1, data.k, st.xp)))
 
 
-def penalty(terms: Terms, wt: Weights) -> float:
-    """P = (penalty part of N * J_S) / ||W_L||_F^2, the lambda of the W_L ridge system."""
-    return penalty_from(terms.E, wt)
+def penalty(terms: Terms, wt: Weights):
+    """P = (penalty part of N * J_S) / ||W_L||_F^2, the lambda of the W_L ridge system (a float, or (S,))."""
+    return penalty_from(terms.E, wt, terms.xp)
+
+
+def penalty_of(st: LySepState, data: LySepData, terms: Terms):
+    """P of the state ``st`` whose terms are ``terms`` (its own weights), computed once for them."""
+    if terms.P is None:
+        terms.P = penalty(terms, weights(st, data))
+    return terms.P
 
 
 @dataclass
 class LossParts:
+    """J_S and its parts: floats for one seed, (S,) for a stack."""
+
     J_S: float
     fit: float  # (1/N) ||r||^2
     penalty: float  # (1/N) ||W_L||^2 P
@@ -330,21 +373,22 @@ class LossParts:
 def lysep_loss(st: LySepState, data: LySepData, terms: Terms | None = None) -> LossParts:
     """J_S and its parts.  With exact auxiliary variables J_S = J (Theorem 2.2)."""
     terms = compute_terms(st, data) if terms is None else terms
-    P = penalty(terms, weights(st, data))
-    return loss_parts(terms.r, P, st.w_out, data.N)
+    return loss_parts(terms.r, penalty_of(st, data, terms), st.w_out, data.N, st.xp)
 
 
-def loss_parts(r: np.ndarray, P: float, w3: float, N: int) -> LossParts:
+def loss_parts(r: np.ndarray, P, w3, N: int, xp=np) -> LossParts:
     """J_S = (1/N) ||r||^2 + (1/N) ||W_L||^2 P, the one formula every evaluation uses (so that equal
-    inputs give bit-equal J_S, whichever path computed them)."""
-    fit = float(r @ r) / N
+    inputs give bit-equal J_S, whichever path computed them); r ((S,) N)."""
+    fit = ch_engine._dot(xp, r, r) / N
+    if np.ndim(fit) == 0:
+        fit = float(fit)
     pen = w3 * P / N
     return LossParts(fit + pen, fit, pen, P)
 
 
 # ------------------------------------------------------------------------------------------------
 # Gradients.  "frozen": omega and D recomputed from the current variables and held fixed while
-# differentiating.  "through": also differentiated through omega and D (lysep_weights.weight_partials).
+# differentiating.  "through": also differentiated through omega and D (:func:`weight_partials`).
 
 
 def gradient_blocks(L: int) -> tuple[str, ...]:
@@ -405,13 +449,22 @@ def frozen_gradient(block: str, st: LySepState, data: LySepData, terms: Terms, w
 
 def gradient(block: str, st: LySepState, data: LySepData, terms: Terms, mode: WeightMode = "frozen",
              wt: Weights | None = None) -> np.ndarray:
-    """dJ_S / d(block), same shape as the block's variable.  Blocks: :func:`gradient_blocks`."""
+    """dJ_S / d(block), same shape as the block's variable.  Blocks: :func:`gradient_blocks`.  ``mode``
+    "through" adds, for the W, d and q blocks, the terms through omega and D."""
     wt = weights(st, data) if wt is None else wt
     g = frozen_gradient(block, st, data, terms, wt)
-    x, l = block[0], int(block[1:])
-    if mode == "through" and x in "Wdq":
-        g = through_weights(g, block, st, data, weight_partials(data, wt, terms.E))
+    if mode == "through" and block[0] in "Wdq":
+        g = through_weights(g, block, st, data, weight_partials(st, data, wt, terms))
     return g
+
+
+def weight_partials(st: LySepState, data: LySepData, wt: Weights, terms: Terms) -> WeightPartials:
+    """dP/d(norms) at the state's weights ``wt`` (weights.partials: the adjoint of the backward pass, whose
+    tape at L = 3 comes from :func:`pass_weights`), seeded with the terms' squared residuals."""
+    L = st.L
+    tape = wt.tape if wt.tape is not None else pass_weights(st, data).tape
+    return partials(L, tape, {k: st.w(k) for k in range(2, L)}, st.w1(), {k: st.nd(k) for k in range(1, L)},
+                    {k: st.nq(k) for k in range(2, L)}, data.S, terms.E, st.xp)
 
 
 def through_weights(g: np.ndarray, block: str, st: LySepState, data: LySepData, wp: WeightPartials) -> np.ndarray:

@@ -18,7 +18,8 @@ weight rho_c of constraint c (without the common ||W_L||^2) is the sum over the 
 (product of norms)^2, and Theorem 2.1's constant C_L is max over the output terms of
 (largest constant)^2 x (number of monomials).  Because rho is linear in the output coefficients
 k = |K|^2, k_i = |K_i|^2, h_i = |K-hat_i|^2, it is computed by one backward pass over the layers
-(:func:`weights_from`); at L = 3 it gives the paper's omega D^2 of `eq:Js-elliptic` exactly.
+(:func:`backward_pass`); at L = 3 it gives the paper's omega D^2 of `eq:Js-elliptic` exactly
+(:func:`paper_grouping` sums it in the paper's order).
 
 With squared norms w_l = ||W_l||_F^2 (l = 2..L-1), w1_i = ||W_1(:,i)||^2, n_li = ||d_li[n]||^2,
 nq_li = ||q_li[n]||^2, dh_li = w_l .. w_2 w1_i, the pass from l = L-1 down to 1 is
@@ -42,30 +43,18 @@ from lysep_cli.numerics.activation import SIGMA
 
 
 @dataclass
-class Norms:
-    """The squared norms the weights depend on.  w: {l: ||W_l||_F^2} for l = 2..L-1; w1 (n_in,);
-    nd: {l: (n_in, N)} for l = 1..L-1; nq: {l: (|S|, N)} for l = 2..L-1."""
-
-    L: int
-    w: dict[int, float]
-    w1: np.ndarray
-    nd: dict[int, np.ndarray]
-    nq: dict[int, np.ndarray]
-
-
-@dataclass
 class Weights:
-    """Per-sample penalty weights rho (without the ||W_L||^2 factor) of every constraint, by layer."""
+    """Per-sample penalty weights rho (without the ||W_L||^2 factor) of every constraint, by layer, of one
+    seed or of a stack (a leading seed axis S)."""
 
-    rho_a: dict[int, np.ndarray]  # l = 1..L-1: (N,)
-    rho_d: dict[int, np.ndarray]  # l = 1..L-1: (n_in, N)
-    rho_q: dict[int, np.ndarray]  # l = 2..L-1: (|S|, N), (|S|, 1) at l = L-1
-    norms: Norms
-    tape: dict[int, tuple] | None = None  # the pass's intermediates (gT, gP) per layer, for the partials
+    rho_a: dict[int, np.ndarray]  # l = 1..L-1: ((S,) N)
+    rho_d: dict[int, np.ndarray]  # l = 1..L-1: ((S,) n_in, N)
+    rho_q: dict[int, np.ndarray]  # l = 2..L-1: ((S,) |S|, N), (|S|, 1) at l = L-1 (shared by a stack's seeds)
+    tape: dict[int, tuple] | None = None  # the backward pass's (gT, gP, gS, gR) per layer, for the partials
 
     @property
     def L(self) -> int:
-        return self.norms.L
+        return len(self.rho_a) + 1
 
 
 def per_seed(x, ndim: int):
@@ -82,38 +71,44 @@ def derivative_bounds(L: int, w: dict, w1: np.ndarray) -> dict[int, np.ndarray]:
     return dh
 
 
-def weights_from(data, norms: Norms) -> Weights:
-    """The rho of every constraint by the backward pass (module docstring); ``data`` a LySepData.
-
-    At L = 3 the same polynomials are summed in the paper's grouping (:func:`_paper_grouping`), so that
-    the paper's depth keeps its numbers bit for bit (a diverging fixed-step run amplifies a reordered
-    sum to 1e-11 in four sweeps); tests check that both orders agree to round-off.
-    """
-    wt = _backward_pass(data, norms)
-    if norms.L == 3:
-        _paper_grouping(data, wt)
-    return wt
+#: the variables each summand of the paper's grouping of the weights depends on (L = 3, :func:`paper_grouping`):
+#: a trial of one block recomputes only those of its block (the others stay in the trial state's cache)
+PAPER_SOURCES = {"A2": ("d2", "q2"), "A1": ("d1", "d2", "q2"), "hw": ("W1",), "n12": ("d1", "d2"), "w22": ("W2",),
+                 "X": ("W2", "d1", "d2"), "a1": ("W1", "W2", "d1", "d2", "q2"), "a2": ("W1", "W2", "d2", "q2"),
+                 "khn12": ("d1", "d2"), "d1": ("W1", "W2", "d1", "d2"), "khn2": ("d2",), "hww": ("W1", "W2"),
+                 "d2": ("W1", "W2", "d2")}
 
 
-def _paper_grouping(data, wt: Weights) -> None:
-    """rho at L = 3 summed as omega D^2 of `eq:Js-elliptic` (D_a2^1^2 = A2, D_a1^1^2 = A1); in place."""
-    nm = wt.norms
-    k, kj, hj = data.k, data.kj[:, None], data.hj[:, None]
-    w2, w1c, n1, n2, nq = nm.w[2], nm.w1[:, None], nm.nd[1], nm.nd[2], nm.nq[2]
-    hS = data.hj[data.S]
-    A2 = k + np.sum(kj * n2, 0) + hS @ nq  # D_a2^1(n,n)^2
-    A1 = A2 + np.sum(kj * n1 + hj * n1 * n2, 0)  # D_a1^1(n,n)^2
-    wt.rho_a[1] = w2 * A1 + np.sum(w1c * hj * (w2 * n1 + w2 * w2 * (n1 + n2)), 0)
-    wt.rho_a[2] = A2 + w2 * np.sum(w1c * hj * n2, 0)
-    wt.rho_d[1] = hj * w1c * (w2 + w2 * w2) + w2 * (kj + hj * (n1 + n2))
-    wt.rho_d[2] = kj + hj * n2 + hj * w2 * w1c
+def paper_grouping(st, data) -> Weights:
+    """rho at L = 3 summed as omega D^2 of `eq:Js-elliptic` (D_a2^1^2 = A2, D_a1^1^2 = A1), the same polynomials
+    as :func:`backward_pass` in the paper's grouping, so that the paper's depth keeps its numbers bit for bit
+    (a diverging fixed-step run amplifies a reordered sum to 1e-11 in four sweeps; tests check that both
+    orders agree to round-off).  ``st`` a LySepState of one seed or a stack (its norms w(2) a float or (S,),
+    w1() ((S,) n_in), nd(l) ((S,) n_in, N), nq(2) ((S,) |S|, N)), each summand cached on it (its sources:
+    :data:`PAPER_SOURCES`); ``data`` a LySepData (k, kj1, hj1, hS, hS1)."""
+    xp = st.xp
+    k, kj, hj, hS = data.k, data.kj1, data.hj1, data.hS
+    w_2 = st.w(2)
+    w2, w1c, w2d = per_seed(w_2, 2), st.w1()[..., None], per_seed(w_2, 3)
+    n1, n2 = st.nd(1), st.nd(2)
 
+    def c(name: str, make):
+        return st._cached(("paper", name), make)
 
-def _backward_pass(data, norms: Norms) -> Weights:
-    """The backward pass over the layers (module docstring), any L >= 2, of one seed."""
-    parts = backward_pass(norms.L, norms.w, norms.w1, norms.nd, norms.nq, data.S, data.kj[:, None],
-                          data.hj[data.S][:, None], data.k)
-    return Weights(*parts[:3], norms, parts[3])
+    A2 = c("A2", lambda: k + xp.sum(kj * n2, axis=-2) + xp.matmul(hS[None, :], st.nq(2))[..., 0, :])  # D_a2^1^2
+    A1 = c("A1", lambda: A2 + xp.sum(kj * n1 + hj * n1 * n2, axis=-2))  # D_a1^1(n,n)^2
+    hw = c("hw", lambda: w1c * hj)
+    w22 = c("w22", lambda: w2d * w2d)
+    n12 = c("n12", lambda: n1 + n2)
+    X = c("X", lambda: w2d * n1 + w22 * n12)
+    rho_a = {1: c("a1", lambda: w2 * A1 + xp.sum(hw * X, axis=-2)),
+             2: c("a2", lambda: A2 + w2 * xp.sum(hw * n2, axis=-2))}
+    khn12 = c("khn12", lambda: kj + hj * n12)
+    khn2 = c("khn2", lambda: kj + hj * n2)
+    hww = c("hww", lambda: hj * w2d * w1c)
+    rho_d = {1: c("d1", lambda: hw * (w2d + w22) + w2d * khn12),
+             2: c("d2", lambda: khn2 + hww)}
+    return Weights(rho_a, rho_d, {2: data.hS1})
 
 
 def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, xp=np) -> tuple[dict, dict, dict, dict]:
@@ -142,10 +137,10 @@ def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, 
     return rho_a, rho_d, rho_q, tape
 
 
-def penalty_from(E, wt: Weights, xp=np, L: int | None = None):
+def penalty_from(E, wt: Weights, xp=np):
     """P = sum_n sum_c rho_c E_c from the per-sample squared residuals E(name) ("a1", "d1", "q2", ..): a float
-    for one seed, (S,) for a stack (accel/lysep.py's weights, of depth ``L``)."""
-    L = wt.L if L is None else L
+    for one seed, (S,) for a stack."""
+    L = wt.L
     stacked = wt.rho_a[1].ndim == 2
 
     def dot(x, y):  # x . y over the last axis, per seed: a dot (NumPy's for 1-D @ 1-D)
@@ -177,14 +172,8 @@ class WeightPartials:
 
 
 def sum_per_seed(xp, x):
-    """sum(x) of one seed's array (a NumPy scalar), or of each seed's of a stack ((S,): x (S, ...))."""
+    """sum(x) of each seed's array of a stack, (S,): x (S, ...)."""
     return xp.ascontiguousarray(x).reshape(x.shape[0], -1).sum(axis=1)
-
-
-def weight_partials(data, wt: Weights, E) -> WeightPartials:
-    """The adjoint of :func:`weights_from` seeded with the squared residuals E(name): layers 1 .. L-1."""
-    nm = wt.norms
-    return partials(wt.L, wt.tape, nm.w, nm.w1, nm.nd, nm.nq, data.S, E)
 
 
 def partials(L: int, tape: dict[int, tuple], w: dict, w1, nd: dict, nq: dict, S, E, xp=np) -> WeightPartials:
