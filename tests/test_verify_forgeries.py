@@ -87,9 +87,20 @@ def test_another_solver_s_run_relabelled_fails_in_one_line(tmp_path, other):
     assert "is not what pinn with its recorded settings makes from seed 0" in bad[0]
 
 
-def test_ties_in_two_worker_processes_say_what_one_process_says(tmp_path):
+def test_ties_in_two_worker_processes_say_what_one_process_says(tmp_path, monkeypatch):
     """`--jobs 2` (spawned processes, dearest record first) names the same forgery in the same lines as one
     process, and passes the same honest records."""
+    from lysep_cli.reports import ties
+
+    pools = []
+
+    class Counted(ties.ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            pools.append(kwargs["max_workers"])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(ties, "ProcessPoolExecutor", Counted)
+    monkeypatch.setattr(ties, "POOL_SECONDS", 0.0)  # these few records alone would not be worth two workers
     runs = [("pinn", 3, 30, 1), ("lysep", 3, 30, 0), ("rfls", 3, 30, 0), ("rfm", 2, 800, 0), ("pinn-lm", 3, 30, 0),
             ("pinn-adam", 3, 30, 0)]
     copy = _paper_copy(tmp_path, runs)
@@ -97,7 +108,7 @@ def test_ties_in_two_worker_processes_say_what_one_process_says(tmp_path):
     _reseal(copy, (E2D, "pinn-adam", 3, 30, 0), copy, solver="pinn", settings=pinn)
     one, two = _verify(copy, "--weights", "--all"), _verify(copy, "--weights", "--all", "--jobs", "2")
     assert one.exit_code == two.exit_code == 1, two.output
-    assert one.stdout == two.stdout
+    assert one.stdout == two.stdout and pools == [2]
     bad = [line for line in two.stdout.splitlines() if line.startswith("MISMATCH")]
     assert len(bad) == 1 and "elliptic-2d pinn L3-M30 seed 0: history J[1]" in bad[0], two.stdout
 

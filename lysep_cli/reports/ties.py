@@ -69,6 +69,9 @@ from lysep_cli.store.schema import RunRecord
 SEED_TOLERANCE = 1e-9
 #: iterations recomputed per run to tie it to its solver and settings (J[1], J[2]; one-shot solvers: the whole run)
 TIE_ITERATIONS = 2
+#: guessed tie seconds (:func:`tie_cost`) below which ``jobs`` > 1 still ties in this process: a spawned worker
+#: costs about 2 s of imports before its first record
+POOL_SECONDS = 5.0
 
 
 class _Enough(KeyboardInterrupt):
@@ -360,8 +363,9 @@ def tie_cost(record: RunRecord) -> float:
 
 
 def _checked(specs: dict[str, ExperimentSpec], checks: list[TieCheck], jobs: int) -> list[tuple[str | None, bool]]:
-    """:func:`record_problem` of each job, in order: here, or in ``jobs`` spawned processes (dearest first)."""
-    if jobs <= 1 or len(checks) < 2 * jobs:
+    """:func:`record_problem` of each check, in order: here, or in ``jobs`` spawned processes (dearest first)
+    when the checks are worth the workers' start (:data:`POOL_SECONDS`)."""
+    if jobs <= 1 or len(checks) < 2 * jobs or sum(tie_cost(c[0]) for c in checks) < POOL_SECONDS:
         ties = Ties(specs)
         return [record_problem(ties, *check) for check in checks]
     order = sorted(range(len(checks)), key=lambda i: -tie_cost(checks[i][0]))
