@@ -276,6 +276,8 @@ def verify(
                                   "cell) are reported, not failed"),
     jobs: int = typer.Option(1, "--jobs", parser=whole_number, help="worker processes for the saved networks' "
                              "ties (each run's first iterations recomputed)"),
+    reruns_only: bool = Flag(False, "--reruns-only", help="skip the weights pass (each saved network re-evaluated "
+                             "and tied to its run): only the reruns, e.g. after a `--weights --all` of the same archive"),
     iterations: ShownIterations = None,
     results: Results = DEFAULT_RESULTS,
     config: Config = None,
@@ -293,6 +295,9 @@ def verify(
     opt.choice(level, verifier.LEVELS, "--level")
     if sum(bool(x) for x in (weights, against is not None, cells, save_finals is not None)) > 1:
         raise BadInput("--weights, --against, --cells and --save-finals exclude each other")
+    if reruns_only and (weights or against is not None or save_finals is not None):
+        raise BadInput("--reruns-only goes with neither --weights, --against nor --save-finals (it skips the weights "
+                       "pass: what is left is the reruns)")
     if since is not None and (against is not None or save_finals is not None or cells or all_runs):
         raise BadInput("--since goes with neither --against, --save-finals, --cells nor --all (all its runs are "
                        "checked unless --sample K)")
@@ -333,7 +338,7 @@ def verify(
         opt.known_cells(cell_set, pool, results, _warn if allow_partial else None)
     req = verifier.VerifyRequest({s.name: s for s in chosen}, pool, results, None if all_runs else (sample or 3),
                                  seed, cheapest, level, cell_set, allow_partial, tuple(sel.left_out), allow_unverified,
-                                 jobs)
+                                 jobs, not reruns_only)
     if save_finals is not None:
         from lysep_cli.store.finals import write_finals
 

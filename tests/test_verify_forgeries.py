@@ -113,6 +113,26 @@ def test_ties_in_two_worker_processes_say_what_one_process_says(tmp_path, monkey
     assert len(bad) == 1 and "elliptic-2d pinn L3-M30 seed 0: history J[1]" in bad[0], two.stdout
 
 
+def test_reruns_only_skips_the_weights_pass_and_says_so(tmp_path):
+    """`--reruns-only` (CI, after the whole archive's weights pass): a relabelled record that is not rerun is
+    not named, the rerun still judged, and stderr says what was skipped; without it the same call fails."""
+    copy = _paper_copy(tmp_path, [("pinn-adam", 3, 30, 0), ("rfls", 3, 30, 0)])
+    pinn = records.read_record(records.record_paths(ARCHIVE, E2D, "pinn", 3, 30, 1)[0]).settings
+    _reseal(copy, (E2D, "pinn-adam", 3, 30, 0), copy, solver="pinn", settings=pinn)
+    full = _verify(copy, "--sample", "1", "--cheapest")
+    assert full.exit_code == 1 and "MISMATCH  elliptic-2d pinn L3-M30 seed 0" in full.stdout, full.output
+    only = _verify(copy, "--sample", "1", "--cheapest", "--reruns-only")
+    assert only.exit_code == 0 and "MISMATCH" not in only.stdout, only.output
+    assert "ok        elliptic-2d rfls L3-M30 seed 0" in only.stdout
+    assert "weights pass skipped (--reruns-only)" in only.stderr
+
+
+@pytest.mark.parametrize("other", ["--weights", "--save-finals=x.csv", "--against=."])
+def test_reruns_only_with_an_option_that_reruns_nothing_is_refused(tmp_path, other):
+    r = _verify(ARCHIVE, "--reruns-only", other)
+    assert r.exit_code == 2 and "--reruns-only goes with neither" in one_error_line(r)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     """elliptic-2d (3,6), (3,7), (3,8), seeds 0-9, 5 iterations, PINN and LySep (seconds), and its config."""

@@ -623,6 +623,8 @@ class VerifyRequest:
     """runs no check could verify at the level asked are reported, not failed"""
     jobs: int = 1
     """worker processes for the ties (ties.tie_failures)"""
+    weights_pass: bool = True
+    """re-evaluate and tie every run of ``pool`` before the reruns (False: ``--reruns-only``)"""
 
     def unverified_cost(self, n: int, echo: Echo) -> int:
         """The failures ``n`` unverified runs count for (0 with ``--allow-unverified``), said in one line."""
@@ -650,8 +652,13 @@ def run_verify(req: VerifyRequest, echo: Echo, say: Echo) -> int:
     """The weights pass over ``req.pool``, then the reruns (runs or whole cells); returns how many checks
     failed.  ``say`` (stderr) announces, ``echo`` (stdout) gives one line per run or cell."""
     say(header(req.pool))
-    bad, loose = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
-                              level=req.level if req.level in ("exact", "tolerant") else "auto", jobs=req.jobs)
+    if req.weights_pass:
+        bad, loose = weights_pass(req.specs, req.pool, req.results, echo, quiet=True,
+                                  level=req.level if req.level in ("exact", "tolerant") else "auto", jobs=req.jobs)
+    else:
+        bad, loose = 0, 0
+        say(f"weights pass skipped (--reruns-only): the {len(req.pool)} saved network(s) are not re-evaluated or tied "
+            "here; only the reruns below check them")
     bad += _left_out(req, echo) + req.unverified_cost(loose, echo)
     in_cells = [] if req.cells is None else [r for r in req.pool if (r.solver, r.L, r.M) in req.cells]
     if req.level == "statistical" or (req.cells is not None and req.level == "auto"):
