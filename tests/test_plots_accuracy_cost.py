@@ -275,3 +275,21 @@ def test_sizes_are_named_with_their_depth():
     assert sizes_text(["(2,50)", "(3,50)", "(4,50)", "(5,50)"]) == "L = 2–5, M = 50"
     assert sizes_text(["(3,30)", "(3,100)"]) == "L = 3, M = 30–100"
     assert sizes_text(["(2,10)", "(3,50)"]) == "2 sizes, L = 2–3, M = 10–50"
+
+
+def test_a_twin_takes_its_solver_s_look_and_no_two_solvers_share_one():
+    """Solvers beyond the eight first ones (varpro's three) and their "(torch init)" twins: each twin hollow in
+    its own solver's colour and marker, and no two solvers of one figure alike (a twin once took the next
+    free colour, so varpro-lm drew in varpro-gd's)."""
+    from lysep_cli.reports.plot_accuracy_cost import TWIN_NOTE, twin_looks
+    from lysep_cli.solvers import SOLVERS
+    from lysep_cli.reports.selection import display_name
+
+    solvers = sorted(SOLVERS) + ["a-new-solver"]
+    series = {s: None for s in solvers} | {f"{display_name(s)}{TWIN_NOTE}": None for s in solvers}
+    styles, hollow = twin_looks(series)
+    assert hollow == {f"{display_name(s)}{TWIN_NOTE}" for s in solvers}
+    for s in solvers:
+        assert styles[f"{display_name(s)}{TWIN_NOTE}"] == styles[s]
+    looks = [styles[s][:2] for s in solvers]
+    assert len(set(looks)) == len(looks), looks

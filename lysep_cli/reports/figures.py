@@ -31,9 +31,10 @@ LOOKS = {
     "pinn-adam": ("tab:green", "v", "--"), "pinn-lbfgs": ("tab:orange", "^", "-."),
     "pinn-lm": ("tab:purple", "P", ":"), "poly": ("tab:brown", "*", "--"),
     "rfls": ("tab:pink", "D", "--"), "rfm": ("tab:olive", "X", "--"),
+    "varpro-gd": ("tab:cyan", "h", "--"), "varpro-lbfgs": ("tab:gray", "<", "-."), "varpro-lm": ("black", ">", ":"),
 }
 #: solvers not in LOOKS take the next of these, in their order of appearance
-EXTRA_LOOKS = [("tab:cyan", "h", "--"), ("tab:gray", "<", "-."), ("black", ">", ":"), ("gold", "p", "--")]
+EXTRA_LOOKS = [("gold", "p", "--"), ("tab:cyan", "d", ":"), ("tab:gray", "H", "--"), ("black", "8", "-.")]
 
 
 def looks(solvers: Iterable[str]) -> dict[str, tuple[str, str, str]]:

@@ -27,7 +27,7 @@ from matplotlib.patches import Patch
 
 from lysep_cli.reports.accuracy_cost import (QUANTITIES, Series, along, drawable, machines_note, medians,
                                              pareto_front, published_levels, solver_series)
-from lysep_cli.reports.figures import LOOKS, Drawn, is_seed_free, looks, plt, save
+from lysep_cli.reports.figures import Drawn, is_seed_free, looks, plt, save
 from lysep_cli.reports.selection import display_name, solver_key
 from lysep_cli.store.schema import RunRecord
 
@@ -189,11 +189,11 @@ TWIN_NOTE = " (torch init)"
 def twin_looks(series: dict[str, Series]) -> tuple[dict[str, tuple[str, str, str]], set[str]]:
     """Styles of ``series`` (:func:`looks`), a twin's series ("LySep (torch init)") in its solver's colour and
     marker, drawn hollow; and the names of the hollow ones."""
-    base = {f"{display_name(s)}{TWIN_NOTE}": s for s in LOOKS}
+    base = {f"{display_name(s)}{TWIN_NOTE}": s for s in series}
     styles = looks([s for s in series if s not in base])
     hollow = {s for s in series if s in base}
     for s in hollow:
-        styles[s] = looks([base[s]])[base[s]]
+        styles[s] = styles[base[s]]
     return styles, hollow
 
 
