@@ -563,22 +563,57 @@ def study_harder_summary(
                                        help="also write OUT/PROBLEM.md per problem and OUT/answer.md"),
     results: Path = typer.Option(Path("results/harder"), "--results", parser=path_value, help="the suite's records"),
     brief_: bool = typer.Option(False, "--brief", help="print one line per problem, both inits in one cell (README)"),
+    pinn_step2: Optional[Path] = typer.Option(None, "--pinn-step2", parser=path_value,
+                                              help="PINN-GD's reruns under the second step rule (records and their "
+                                                   "experiments.yaml, e.g. results/harder-pinn-step2): verdict (a) "
+                                                   "recomputed beside the first rule's"),
     config: Config = None,
 ) -> None:
     """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
-    rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
+    rfm and poly at equal CPU, which solver is best; variable projection's picks (by held-out J) and whether it
+    beats LySep, PINN-GD, pinn-lbfgs, rfm and poly at equal CPU; "not run yet" where a problem has no records."""
+    from lysep_cli.reports import harder_varpro
     from lysep_cli.reports.harder_summary import answer, brief, fixed_tau, gather, summarise
+    from lysep_cli.reports.held_out import held_out_J
     from lysep_cli.reports.selection import load_selection
 
     chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
+    step2 = None if pinn_step2 is None else opt.report_specs(pinn_step2 / "experiments.yaml", None, pinn_step2,
+                                                             None, None)
     sel = load_selection(results, chosen, None, _warn)
-    by_problem = gather(chosen, sel.of)
+    by_problem = gather(chosen, sel.of, held_out_J(results, chosen))
+    add = harder_varpro.addenda(by_problem, harder_varpro.coverage(chosen, sel.of))
+    add = add + _pinn_step2(by_problem, chosen, sel, pinn_step2, step2)
     taus = {n: fixed_tau(results / n / "study-step-size" / "runs.csv") for n in by_problem}
     if out is not None:
         opt.out_path(out, True)
-        for path in summarise(by_problem, out, taus):
+        for path in summarise(by_problem, out, taus, add):
             _say(str(path))
-    typer.echo(brief(by_problem) if brief_ else answer(by_problem, taus), nl=False)
+    typer.echo(brief(by_problem, add) if brief_ else answer(by_problem, taus, add), nl=False)
+
+
+def _pinn_step2(by_problem, chosen: list, sel, where: Optional[Path], specs: Optional[list]):
+    """Verdict (a) with PINN-GD's second-rule records under ``where`` (``specs``: its experiments.yaml's); an
+    (experiment, init) whose PINN settings the rule left as they were keeps the first rule's records (the same
+    runs).  Without ``where``: the one line saying so."""
+    from lysep_cli.reports.harder_summary import cells, pinn_step2, problems
+    from lysep_cli.reports.selection import load_selection
+
+    if where is None or specs is None:
+        return pinn_step2(by_problem, None, "--pinn-step2 not given")
+    specs2 = {s.name: s for s in specs}
+    sel2 = load_selection(where, specs, None, _warn)
+
+    def pinn_of(spec) -> list:
+        two = specs2.get(spec.name)
+        if two is None:
+            return []
+        mine = [r for r in sel2.of(spec.name) if r.solver == "pinn"]
+        same = two.solvers.get("pinn") == spec.solvers.get("pinn")
+        return mine or ([r for r in sel.of(spec.name) if r.solver == "pinn"] if same else [])
+
+    pinn = {x.name: cells(pinn_of(x), pinn_of(t) if t is not None else []) for x, t in problems(chosen)}
+    return pinn_step2(by_problem, pinn, str(where))
 
 
 @study_app.command("kappa", cls=opt.Command)
