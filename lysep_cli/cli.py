@@ -573,7 +573,8 @@ def study_harder_summary(
     rfm and poly at equal CPU, which solver is best; variable projection's picks (by held-out J) and whether it
     beats LySep, PINN-GD, pinn-lbfgs, rfm and poly at equal CPU; "not run yet" where a problem has no records."""
     from lysep_cli.reports import harder_varpro
-    from lysep_cli.reports.harder_summary import answer, brief, fixed_tau, gather, summarise
+    from lysep_cli.reports.harder_summary import (answer, brief, fixed_tau, gather, pinn_step2_addenda,
+                                                  step2_pinn_cells, summarise)
     from lysep_cli.reports.held_out import held_out_J
     from lysep_cli.reports.selection import load_selection
 
@@ -583,37 +584,17 @@ def study_harder_summary(
     sel = load_selection(results, chosen, None, _warn)
     by_problem = gather(chosen, sel.of, held_out_J(results, chosen))
     add = harder_varpro.addenda(by_problem, harder_varpro.coverage(chosen, sel.of))
-    add = add + _pinn_step2(by_problem, chosen, sel, pinn_step2, step2)
+    if step2 is None:
+        add = add + pinn_step2_addenda(by_problem, None, "--pinn-step2 not given")
+    else:
+        pinn = step2_pinn_cells(chosen, sel.of, step2, load_selection(pinn_step2, step2, None, _warn).of)
+        add = add + pinn_step2_addenda(by_problem, pinn, str(pinn_step2))
     taus = {n: fixed_tau(results / n / "study-step-size" / "runs.csv") for n in by_problem}
     if out is not None:
         opt.out_path(out, True)
         for path in summarise(by_problem, out, taus, add):
             _say(str(path))
     typer.echo(brief(by_problem, add) if brief_ else answer(by_problem, taus, add), nl=False)
-
-
-def _pinn_step2(by_problem, chosen: list, sel, where: Optional[Path], specs: Optional[list]):
-    """Verdict (a) with PINN-GD's second-rule records under ``where`` (``specs``: its experiments.yaml's); an
-    (experiment, init) whose PINN settings the rule left as they were keeps the first rule's records (the same
-    runs).  Without ``where``: the one line saying so."""
-    from lysep_cli.reports.harder_summary import cells, pinn_step2, problems
-    from lysep_cli.reports.selection import load_selection
-
-    if where is None or specs is None:
-        return pinn_step2(by_problem, None, "--pinn-step2 not given")
-    specs2 = {s.name: s for s in specs}
-    sel2 = load_selection(where, specs, None, _warn)
-
-    def pinn_of(spec) -> list:
-        two = specs2.get(spec.name)
-        if two is None:
-            return []
-        mine = [r for r in sel2.of(spec.name) if r.solver == "pinn"]
-        same = two.solvers.get("pinn") == spec.solvers.get("pinn")
-        return mine or ([r for r in sel.of(spec.name) if r.solver == "pinn"] if same else [])
-
-    pinn = {x.name: cells(pinn_of(x), pinn_of(t) if t is not None else []) for x, t in problems(chosen)}
-    return pinn_step2(by_problem, pinn, str(where))
 
 
 @study_app.command("kappa", cls=opt.Command)

@@ -160,7 +160,7 @@ def test_the_two_pinn_verdicts_side_by_side():
     old = [cell("pinn", 3, M, 2.0, 0.9, 1.0, init=i) for M in (10, 20) for i in hs.INITS]  # stuck: LySep wins
     by = {"a-k1": lysep + old + [cell("rfm", 2, 500, 1e-9, 1e-2, 0.1)]}
     new = {"a-k1": [cell("pinn", 3, M, 0.1, 0.01, 1.0, init=i) for M in (10, 20) for i in hs.INITS]}
-    add = hs.pinn_step2(by, new, "results/harder-pinn-step2")
+    add = hs.pinn_step2_addenda(by, new, "results/harder-pinn-step2")
     (line,) = add.after_tally
     assert line.startswith("PINN-GD under the second step rule (docs/varpro.md), its records in "
                            "results/harder-pinn-step2: over the 2 (problem, init) pairs with them, LySep's mean ℓ2 "
@@ -171,11 +171,11 @@ def test_the_two_pinn_verdicts_side_by_side():
     old_line = next(ln for ln in text.splitlines() if ln.startswith("Over the "))
     assert "beats PINN's at most sizes in 2 " in old_line and line in text  # both printed, the old one unchanged
     # only one init rerun: the other named
-    half = hs.pinn_step2(by, {"a-k1": [c for c in new["a-k1"] if c.init == "paper"]}, "D")
+    half = hs.pinn_step2_addenda(by, {"a-k1": [c for c in new["a-k1"] if c.init == "paper"]}, "D")
     assert "over the 1 (problem, init) pairs" in half.after_tally[0]
     assert "no second-rule records for a-k1 (torch init)" in half.after_tally[0]
     # none given: one line, the old verdict stays
-    (none,) = hs.pinn_step2(by, None, "--pinn-step2 not given").after_tally
+    (none,) = hs.pinn_step2_addenda(by, None, "--pinn-step2 not given").after_tally
     assert none == ("PINN-GD under the second step rule (docs/varpro.md): no records (--pinn-step2 not given); "
                     "verdict (a) and the count above are the first rule's.")
 
@@ -202,3 +202,17 @@ def test_command_names_what_is_missing_and_refuses_a_bad_step2_dir(tmp_path):
     r = cli.invoke(app, ["study", "harder-summary", "--config", str(config), "--results", str(RESULTS),
                          "--pinn-step2", str(tmp_path / "none")])
     assert r.exit_code == 2 and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    # a second-rule directory without records: the paper init's step unchanged (the first rule's runs count),
+    # the torch twin's changed (no records there: named)
+    step2 = tmp_path / "step2"
+    step2.mkdir()
+    doc["experiments"]["osc-ball-2d-k12-torch"]["solvers"]["pinn"].update(lr=0.00166923, lr_final=0.000166923)
+    (step2 / "experiments.yaml").write_text(yaml.safe_dump(doc))
+    r = cli.invoke(app, ["study", "harder-summary", "--config", str(config), "--results", str(RESULTS),
+                         "--pinn-step2", str(step2)])
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if ln.startswith("PINN-GD under the second step rule"))
+    assert "over the 1 (problem, init) pairs with them, LySep's mean ℓ2 beats PINN's at most sizes in 0 " in line
+    assert line.endswith("with the first rule's PINN-GD over the same pairs 0; no second-rule records for "
+                         "osc-ball-2d-k12 (torch init).")
+    assert "| osc-ball-2d-k12 | paper | 1 of 4 sizes (ℓ2), 4 of 4 (J) | 1 of 4 sizes (ℓ2), 4 of 4 (J) |" in r.output

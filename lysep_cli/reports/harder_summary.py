@@ -297,7 +297,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 @dataclass(frozen=True)
 class Addenda:
     """What the answer gains from outside this module: variable projection's part
-    (lysep_cli/reports/harder_varpro.py) and PINN-GD under the second step rule (:func:`pinn_step2_lines`).
+    (lysep_cli/reports/harder_varpro.py) and PINN-GD under the second step rule (:func:`pinn_step2_addenda`).
     ``after_tally``: lines after the tally (answer and brief); ``answer``: text after answer.md's block;
     ``problems``: problem -> text after its PROBLEM.md; ``column``: (header, problem -> cell) a column of the
     brief; ``brief``: text after the brief's note (README)."""
@@ -328,11 +328,32 @@ def with_pinn(by_problem: dict[str, list[Cell]], pinn: dict[str, list[Cell]]) ->
     return {n: [c for c in cs if c.solver != "pinn"] + pinn.get(n, []) for n, cs in by_problem.items()}
 
 
+def step2_pinn_cells(specs: list[ExperimentSpec], records_of: Callable[[str], list[RunRecord]],
+                     specs2: list[ExperimentSpec],
+                     records2_of: Callable[[str], list[RunRecord]]) -> dict[str, list[Cell]]:
+    """Problem -> PINN-GD's cells under the second step rule (both inits): the records of ``records2_of`` (its
+    results directory, experiments ``specs2``); an experiment whose PINN settings the rule left as they were in
+    ``specs`` keeps the first rule's records (``records_of``: the same runs); one missing from ``specs2`` (the rule
+    refused) has none."""
+    two = {s.name: s for s in specs2}
+
+    def pinn_of(spec: ExperimentSpec | None) -> list[RunRecord]:
+        if spec is None or spec.name not in two:
+            return []
+        mine = [r for r in records2_of(spec.name) if r.solver == "pinn"]
+        if mine or two[spec.name].solvers.get("pinn") != spec.solvers.get("pinn"):
+            return mine
+        return [r for r in records_of(spec.name) if r.solver == "pinn"]
+
+    return {x.name: cells(pinn_of(x), pinn_of(t)) for x, t in problems(specs)}
+
+
 def _pair_name(name: str, init: str) -> str:
     return name + (" (torch init)" if init == "torch" else "")
 
 
-def pinn_step2(by_problem: dict[str, list[Cell]], pinn: dict[str, list[Cell]] | None, where: str) -> Addenda:
+def pinn_step2_addenda(by_problem: dict[str, list[Cell]], pinn: dict[str, list[Cell]] | None,
+                       where: str) -> Addenda:
     """Verdict (a) with PINN-GD's second-rule cells ``pinn`` (problem -> its PINN cells, both inits; None: none
     given): a line after the tally (LySep beats PINN-GD in k of n, beside the first rule's count over the same
     pairs, and the pairs without second-rule records) and a table of (a) under both rules."""
