@@ -575,14 +575,22 @@ def study_harder_summary(
     from lysep_cli.reports import harder_varpro
     from lysep_cli.reports.harder_summary import (answer, brief, fixed_tau, gather, pinn_step2_addenda,
                                                   step2_pinn_cells, summarise)
-    from lysep_cli.reports.held_out import held_out_J
+    from lysep_cli.reports.held_out import HeldOut
     from lysep_cli.reports.selection import load_selection
 
     chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
     step2 = None if pinn_step2 is None else opt.report_specs(pinn_step2 / "experiments.yaml", None, pinn_step2,
                                                              None, None)
     sel = load_selection(results, chosen, None, _warn)
-    by_problem = gather(chosen, sel.of, held_out_J(results, chosen))
+    held = HeldOut(results, chosen)
+    by_problem = gather(chosen, sel.of, held)
+    try:
+        saved = held.save()
+    except OSError as e:
+        _warn(f"{held.path}: not written ({e.strerror or e}); its held-out J values are recomputed next time")
+    else:
+        if saved is not None:
+            _say(f"{saved} (held-out J of {len(held.values)} runs)")
     add = harder_varpro.addenda(by_problem, harder_varpro.coverage(chosen, sel.of))
     if step2 is None:
         add = add + pinn_step2_addenda(by_problem, None, "--pinn-step2 not given")

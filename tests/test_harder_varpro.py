@@ -67,12 +67,13 @@ def test_the_held_out_residual_picks_the_size_not_training_J():
                      "varpro-lm", "paper").M == 20
 
 
-def test_held_out_J_is_the_pinn_loss_of_the_saved_weights_at_the_test_points():
+def test_held_out_J_is_the_pinn_loss_of_the_saved_weights_at_the_test_points(tmp_path, monkeypatch):
     from lysep_cli.numerics import metrics
     from lysep_cli.numerics.dataset import experiment_data
-    from lysep_cli.reports.held_out import data_at_test_points, held_out_J
+    from lysep_cli.reports import held_out
     from lysep_cli.reports.selection import load_selection
     from lysep_cli.specs import default_config, load_specs
+    from lysep_cli.store.records import load_params, record_paths
 
     paper = ROOT / "results" / "paper"
     spec = load_specs(default_config())["elliptic-2d"]
@@ -80,18 +81,26 @@ def test_held_out_J_is_the_pinn_loss_of_the_saved_weights_at_the_test_points():
             if r.solver == "varpro-lm" and r.M == 30]
     assert recs, "the archive holds varpro-lm's elliptic-2d (3,30) runs"
     r = recs[0]
-    held = held_out_J(paper, [spec])(r)
-    test = data_at_test_points(spec)
+    cache = tmp_path / "held-out.csv"
+    held = held_out.HeldOut(paper, [spec], cache)
+    value = held(r)
+    test = held_out.data_at_test_points(spec)
     train = experiment_data(spec).training
     assert test.Z.shape[1] == spec.n_test and not (test.Z.shape == train.Z.shape and (test.Z == train.Z).all())
     # the same weights at the training points give the record's own final J: the right weights are read
-    from lysep_cli.store.records import load_params, record_paths
     params = load_params(record_paths(paper, r.experiment, r.solver, r.L, r.M, r.seed)[1])
     assert metrics.loss(params, train.Z, train.coef, train.Y) == pytest.approx(r.final.J, rel=1e-9)
-    assert math.isfinite(held) and held > 0 and held != pytest.approx(r.final.J, rel=1e-3)
-    # a record whose weights are gone: NaN, not a crash
-    gone = SimpleNamespace(experiment="elliptic-2d", solver="varpro-lm", L=3, M=30, seed=99)
-    assert math.isnan(held_out_J(paper, [spec])(gone))
+    assert value == metrics.loss(params, test.Z, test.coef, test.Y)
+    assert math.isfinite(value) and value > 0 and value != pytest.approx(r.final.J, rel=1e-3)
+    # kept by the weights' hash: read back to the bit without a forward pass; other weights computed afresh
+    assert held.save() == cache and held.save() is None  # nothing new the second time
+    monkeypatch.setattr(held_out.metrics, "loss", lambda *a: 0.5)
+    again = held_out.HeldOut(paper, [spec], cache)
+    assert again(r) == value and again.new == 0
+    assert again(SimpleNamespace(**{**vars(r), "weights_sha256": "0" * 64})) == 0.5 and again.new == 1
+    # a record whose weights are gone: NaN, not a crash, and not kept
+    gone = SimpleNamespace(**{**vars(r), "seed": 99, "weights_sha256": "1" * 64})
+    assert math.isnan(again(gone)) and again.new == 1
 
 
 def test_varpro_against_each_opponent_at_equal_cpu():
