@@ -120,6 +120,12 @@ def test_varpro_against_each_opponent_at_equal_cpu():
     assert (v.other.M, v.budget, v.wins) == (50, "lysep", True) and v.ratio == pytest.approx(1 / 40)
     # another init's cells never enter: under torch init there is no varpro pick
     assert hv.versus(cs, "torch", "lysep") is None
+    # an opponent whose every cell diverged (more than half its runs): no comparison, and the row says why
+    gone = [c if c.solver != "pinn" else Cell("pinn", "paper", c.L, c.M, 5, 1, c.J, c.l2, math.inf, c.cpu)
+            for c in cs if c.solver != "poly"]
+    assert hv.versus(gone, "paper", "pinn") is None
+    row = hv.verdict_row("a-k1", gone, "paper")
+    assert row[4] == "— (no usable cell: its runs diverged)" and row[7] == "— (not run)"
 
 
 def test_the_verdict_and_the_plain_words_answer_flip_with_the_planted_numbers():

@@ -115,11 +115,21 @@ def versus_text(v: Versus | None) -> str:
             f"(varpro {_g(v.ratio)}× its CPU)")
 
 
+def _versus_cell(cs: list[Cell], init: str, opponent: str) -> str:
+    """:func:`versus_text`, or why there is no comparison: the opponent has no cell under this init, or none
+    with more than half of its runs finished (its runs diverged)."""
+    v = versus(cs, init, opponent)
+    if v is not None or best(cs, init) is None:
+        return versus_text(v)
+    mine = [c for c in cs if c.solver == opponent and c.init == init_of(opponent, init)]
+    return "— (no usable cell: its runs diverged)" if mine else "— (not run)"
+
+
 def verdict_row(name: str, cs: list[Cell], init: str) -> list[str]:
     """One line of varpro's verdict: its best method and each opponent's comparison."""
     b = best(cs, init)
     head = "—" if b is None else f"{b.name}: {sci(b.key_l2)}, {b.cpu:.3g} s"
-    return [name, init, head, *[versus_text(versus(cs, init, o)) for o in OPPONENTS]]
+    return [name, init, head, *[_versus_cell(cs, init, o) for o in OPPONENTS]]
 
 
 def _pairs(by_problem: dict[str, list[Cell]]) -> list[tuple[str, list[Cell], str]]:
@@ -228,13 +238,17 @@ def section(by_problem: dict[str, list[Cell]], missing: str) -> str:
 
 
 def problem_section(name: str, cs: list[Cell]) -> str:
-    """PROBLEM.md's variable-projection part: each method's pick and the verdict under each init ("" when the
-    problem has no varpro records)."""
-    picks = [method_row(name, c) for i in INITS for c in method_cells(cs, i)]
-    if not picks:
+    """PROBLEM.md's variable-projection part: every varpro cell with its held-out J (◀: each method's pick) and
+    the verdict under each init ("" when the problem has no varpro records)."""
+    mine = [c for c in cs if c.solver in VARPRO]
+    if not mine:
         return ""
-    lines = ["", "## Variable projection: each method's pick (lowest held-out J) and the verdict at equal CPU", ""]
-    lines += _table(METHOD_HEADER, picks) + [""]
+    picks = {(c.solver, c.init, c.L, c.M) for i in INITS for c in method_cells(cs, i)}
+    rows = [[*method_row(name, c)[1:3], f"({c.L},{c.M})" + (" ◀" if (c.solver, c.init, c.L, c.M) in picks else ""),
+             *method_row(name, c)[4:]] for c in sorted(mine, key=lambda c: (VARPRO.index(c.solver), c.init, c.M))]
+    lines = ["", "## Variable projection: every cell's held-out J, each method's pick (◀, the lowest held-out J) "
+             "and the verdict at equal CPU", ""]
+    lines += _table(["init", "method", "(L,M)", *METHOD_HEADER[4:]], rows) + [""]
     lines += _table(VERDICT_HEADER, [verdict_row(name, cs, i) for i in INITS if best(cs, i) is not None])
     return "\n".join(lines) + "\n"
 
