@@ -130,8 +130,9 @@ def test_readme_and_docs_blocks_name_the_same_records():
     assert marker_args((ROOT / "README.md").read_text()) == marker_args(DOC.read_text())
 
 
-def test_command_on_the_committed_records(tmp_path):
+def test_command_on_the_committed_records(tmp_path, monkeypatch):
     out = tmp_path / "summary"
+    monkeypatch.chdir(ROOT)  # the marker's paths are the repository's
     args = marker_args(DOC.read_text())  # the command results/harder/summary is written with
     r = cli.invoke(app, [*args, "--out", str(out)], catch_exceptions=False)
     assert r.exit_code == 0, r.output
