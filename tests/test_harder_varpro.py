@@ -126,6 +126,7 @@ def test_varpro_against_each_opponent_at_equal_cpu():
     assert hv.versus(gone, "paper", "pinn") is None
     row = hv.verdict_row("a-k1", gone, "paper")
     assert row[4] == "— (no usable cell: its runs diverged)" and row[7] == "— (not run)"
+    assert hv.beaten(gone, "paper", "pinn") and hv.beats_all(gone, "paper", hv.NETWORKS)  # diverged: beaten, as in (a)
 
 
 def test_the_verdict_and_the_plain_words_answer_flip_with_the_planted_numbers():
@@ -135,17 +136,21 @@ def test_the_verdict_and_the_plain_words_answer_flip_with_the_planted_numbers():
     assert text.startswith("**Separating the output layer pays when the hidden layers are trained on the reduced "
                            "loss**: in all 2 (problem, init) pairs")
     assert "results/harder/summary/answer.md" in text
+    assert ("it beats all three networks trained without it (LySep, PINN-GD, pinn-lbfgs) in 2 of 2 and both "
+            "one-solve fits (rfm, poly) in 2 of 2") in text
     assert "all five in 2 of 2" in hv.tally(good) and "moved 0.3–1.2" in hv.tally(good)
     # flip one pair: varpro's ℓ2 above pinn-lbfgs's (1e-3) there
     mixed = {**good, "b-k2": [cell("varpro-gd", 3, 20, 1e-9, 5e-3, 8.0, held=1e-8)] + opponents()}
     text = hv.answer_sentence(mixed)
     assert text.startswith("**Separating the output layer pays in 1 of 2 (problem, init) pairs") and "(a-k1)" in text
+    assert "networks trained without it (LySep, PINN-GD, pinn-lbfgs) in 1 of 2 and both one-solve fits" in text
     row = hv.verdict_row("b-k2", mixed["b-k2"], "paper")
     assert row[5].startswith("no: 5.00e-03 vs 1.00e-03") and row[3].startswith("yes")
     # flip both: above every opponent
     bad = {n: [cell("varpro-lm", 3, 10, 1e-9, 0.5, 8.0, held=1e-8)] + opponents() for n in good}
     assert hv.answer_sentence(bad).startswith("**Separating the output layer does not pay even when")
     assert "in none of the 2" in hv.answer_sentence(bad) and "all five in 0 of 2" in hv.tally(bad)
+    assert "pinn-lbfgs) in 0 of 2 and both one-solve fits (rfm, poly) in 0 of 2" in hv.answer_sentence(bad)
     assert hv.answer_sentence({"a-k1": opponents()}).endswith("not known yet: no varpro records.")
 
 
