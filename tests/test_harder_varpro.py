@@ -127,6 +127,7 @@ def test_varpro_against_each_opponent_at_equal_cpu():
     row = hv.verdict_row("a-k1", gone, "paper")
     assert row[4] == "— (no usable cell: its runs diverged)" and row[7] == "— (not run)"
     assert hv.beaten(gone, "paper", "pinn") and hv.beats_all(gone, "paper", hv.NETWORKS)  # diverged: beaten, as in (a)
+    assert not hv.beaten(gone, "paper", "poly") and not hv.beats_all(gone, "paper")  # not run: not beaten
 
 
 def test_the_verdict_and_the_plain_words_answer_flip_with_the_planted_numbers():

@@ -121,8 +121,7 @@ def _versus_cell(cs: list[Cell], init: str, opponent: str) -> str:
     v = versus(cs, init, opponent)
     if v is not None or best(cs, init) is None:
         return versus_text(v)
-    mine = [c for c in cs if c.solver == opponent and c.init == init_of(opponent, init)]
-    return "— (no usable cell: its runs diverged)" if mine else "— (not run)"
+    return "— (no usable cell: its runs diverged)" if _ran(cs, init, opponent) else "— (not run)"
 
 
 def verdict_row(name: str, cs: list[Cell], init: str) -> list[str]:
@@ -137,11 +136,16 @@ def _pairs(by_problem: dict[str, list[Cell]]) -> list[tuple[str, list[Cell], str
     return [(n, cs, i) for n, cs in by_problem.items() for i in INITS if best(cs, i) is not None]
 
 
+def _ran(cs: list[Cell], init: str, opponent: str) -> bool:
+    """The opponent has cells under ``init`` (usable or not)."""
+    return any(c.solver == opponent and c.init == init_of(opponent, init) for c in cs)
+
+
 def beaten(cs: list[Cell], init: str, opponent: str) -> bool:
-    """varpro's best beats ``opponent`` at equal CPU under ``init``; an opponent with no usable cell (its runs
-    diverged) counts as beaten, as in verdict (a)."""
+    """varpro's best beats ``opponent`` at equal CPU under ``init``; an opponent that ran but has no usable cell
+    (its runs diverged) counts as beaten, as in verdict (a); one that did not run does not."""
     v = versus(cs, init, opponent)
-    return v is None or v.wins
+    return v.wins if v is not None else best(cs, init) is not None and _ran(cs, init, opponent)
 
 
 def beats_all(cs: list[Cell], init: str, group: tuple[str, ...] = OPPONENTS) -> bool:
