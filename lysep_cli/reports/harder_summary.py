@@ -348,7 +348,7 @@ def step2_pinn_cells(specs: list[ExperimentSpec], records_of: Callable[[str], li
     return {x.name: cells(pinn_of(x), pinn_of(t)) for x, t in problems(specs)}
 
 
-def _pair_name(name: str, init: str) -> str:
+def pair_name(name: str, init: str) -> str:
     return name + (" (torch init)" if init == "torch" else "")
 
 
@@ -364,7 +364,7 @@ def pinn_step2_addenda(by_problem: dict[str, list[Cell]], pinn: dict[str, list[C
     have = [(n, i) for n, cs in pinn.items() for i in INITS if any(c.init == i for c in cs)]
     pairs = [(n, i) for n, cs in by_problem.items() for i in INITS if chosen(cs, "lysep", i) is not None]
     both = [p for p in pairs if p in have]
-    lacking = [_pair_name(n, i) for n, i in pairs if (n, i) not in have]
+    lacking = [pair_name(n, i) for n, i in pairs if (n, i) not in have]
     line = (f"{STEP2}, its records in {where}: over the {len(both)} (problem, init) pairs with them, "
             f"{pinn_tally([(new[n], i) for n, i in both])}; with the first rule's PINN-GD over the same pairs "
             f"{sum(2 * v.l2_wins > v.sizes for n, i in both if (v := lysep_vs_pinn(by_problem[n], i)).sizes)}"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from lysep_cli.reports.harder_summary import (INITS, VARPRO, Addenda, Cell, _g, _span, _table, chosen,
-                                             equal_cpu, init_of)
+                                             equal_cpu, init_of, pair_name)
 from lysep_cli.reports.selection import display_name, sci
 from lysep_cli.solvers import seeds_of
 from lysep_cli.specs import ExperimentSpec
@@ -200,7 +200,7 @@ def answer_sentence(by_problem: dict[str, list[Cell]]) -> str:
                 f"all {n} (problem, init) pairs with its records variable projection beats LySep, PINN-GD, "
                 "pinn-lbfgs, rfm and poly at equal CPU")
     else:
-        where = ", ".join(n_ + (" (torch init)" if i == "torch" else "") for n_, i in won)
+        where = ", ".join(pair_name(*w) for w in won)
         head = ("**Separating the output layer does not pay even when the hidden layers are trained on the reduced "
                 f"loss**: in none of the {n} (problem, init) pairs with its records" if not won else
                 f"**Separating the output layer pays in {len(won)} of {n} (problem, init) pairs when the hidden "
