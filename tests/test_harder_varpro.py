@@ -145,6 +145,8 @@ def test_the_verdict_and_the_plain_words_answer_flip_with_the_planted_numbers():
     text = hv.answer_sentence(mixed)
     assert text.startswith("**Separating the output layer pays in 1 of 2 (problem, init) pairs") and "(a-k1)" in text
     assert "networks trained without it (LySep, PINN-GD, pinn-lbfgs) in 1 of 2 and both one-solve fits" in text
+    where = hv._where([("a", "paper"), ("b", "paper"), ("b", "torch"), ("c", "torch")])
+    assert where == "b under both inits; a, c (torch init)"
     row = hv.verdict_row("b-k2", mixed["b-k2"], "paper")
     assert row[5].startswith("no: 5.00e-03 vs 1.00e-03") and row[3].startswith("yes")
     # flip both: above every opponent

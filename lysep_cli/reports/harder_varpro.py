@@ -182,6 +182,14 @@ def tally(by_problem: dict[str, list[Cell]]) -> str:
 NETWORKS, FITS = ("lysep", "pinn", "pinn-lbfgs"), ("rfm", "poly")
 
 
+def _where(pairs: list[tuple[str, str]]) -> str:
+    """"a-k1, b-k2 under both inits; c-k3 (torch init)": the problems whose both pairs are in ``pairs`` first."""
+    names = list(dict.fromkeys(n for n, _ in pairs))
+    both = [n for n in names if sum(m == n for m, _ in pairs) == len(INITS)]
+    one = [pair_name(n, i) for n, i in pairs if n not in both]
+    return "; ".join(([f"{', '.join(both)} under both inits"] if both else []) + ([", ".join(one)] if one else []))
+
+
 def answer_sentence(by_problem: dict[str, list[Cell]]) -> str:
     """The plain-words answer: whether separating the output layer pays when the hidden layers are trained on
     the reduced loss, i.e. in how many (problem, init) pairs variable projection beats all five opponents at
@@ -200,7 +208,7 @@ def answer_sentence(by_problem: dict[str, list[Cell]]) -> str:
                 f"all {n} (problem, init) pairs with its records variable projection beats LySep, PINN-GD, "
                 "pinn-lbfgs, rfm and poly at equal CPU")
     else:
-        where = ", ".join(pair_name(*w) for w in won)
+        where = _where(won)
         head = ("**Separating the output layer does not pay even when the hidden layers are trained on the reduced "
                 f"loss**: in none of the {n} (problem, init) pairs with its records" if not won else
                 f"**Separating the output layer pays in {len(won)} of {n} (problem, init) pairs when the hidden "
