@@ -572,22 +572,46 @@ def study_harder_summary(
                                        help="also write OUT/PROBLEM.md per problem and OUT/answer.md"),
     results: Path = typer.Option(Path("results/harder"), "--results", parser=path_value, help="the suite's records"),
     brief_: bool = typer.Option(False, "--brief", help="print one line per problem, both inits in one cell (README)"),
+    pinn_step2: Optional[Path] = typer.Option(None, "--pinn-step2", parser=path_value,
+                                              help="PINN-GD's reruns under the second step rule (records and their "
+                                                   "experiments.yaml, e.g. results/harder-pinn-step2): verdict (a) "
+                                                   "recomputed beside the first rule's"),
     config: Config = None,
 ) -> None:
     """The harder suite's answer from its records (docs/harder.md): per problem and init, does LySep beat PINN,
-    rfm and poly at equal CPU, which solver is best; "not run yet" where a problem has no records."""
-    from lysep_cli.reports.harder_summary import answer, brief, fixed_tau, gather, summarise
+    rfm and poly at equal CPU, which solver is best; variable projection's picks (by held-out J) and whether it
+    beats LySep, PINN-GD, pinn-lbfgs, rfm and poly at equal CPU; "not run yet" where a problem has no records."""
+    from lysep_cli.reports import harder_varpro
+    from lysep_cli.reports.harder_summary import (answer, brief, fixed_tau, gather, pinn_step2_addenda,
+                                                  step2_pinn_cells, summarise)
+    from lysep_cli.reports.held_out import HeldOut
     from lysep_cli.reports.selection import load_selection
 
     chosen = opt.report_specs(config or Path("results/harder/experiments.yaml"), None, results, None, None)
+    step2 = None if pinn_step2 is None else opt.report_specs(pinn_step2 / "experiments.yaml", None, pinn_step2,
+                                                             None, None)
     sel = load_selection(results, chosen, None, _warn)
-    by_problem = gather(chosen, sel.of)
+    held = HeldOut(results, chosen)
+    by_problem = gather(chosen, sel.of, held)
+    try:
+        saved = held.save()
+    except OSError as e:
+        _warn(f"{held.path}: not written ({e.strerror or e}); its held-out J values are recomputed next time")
+    else:
+        if saved is not None:
+            _say(f"{saved} (held-out J of {len(held.values)} runs)")
+    add = harder_varpro.addenda(by_problem, harder_varpro.coverage(chosen, sel.of))
+    if step2 is None:
+        add = add + pinn_step2_addenda(by_problem, None, "--pinn-step2 not given")
+    else:
+        pinn = step2_pinn_cells(chosen, sel.of, step2, load_selection(pinn_step2, step2, None, _warn).of)
+        add = add + pinn_step2_addenda(by_problem, pinn, str(pinn_step2))
     taus = {n: fixed_tau(results / n / "study-step-size" / "runs.csv") for n in by_problem}
     if out is not None:
         opt.out_path(out, True)
-        for path in summarise(by_problem, out, taus):
+        for path in summarise(by_problem, out, taus, add):
             _say(str(path))
-    typer.echo(brief(by_problem) if brief_ else answer(by_problem, taus), nl=False)
+    typer.echo(brief(by_problem, add) if brief_ else answer(by_problem, taus, add), nl=False)
 
 
 @study_app.command("kappa", cls=opt.Command)

@@ -33,7 +33,7 @@ def rec(solver: str, L: int, M: int, J: float | None, l2: float | None, cpu: flo
         J0: float = 100.0):
     """A stand-in run record: what harder_summary reads of one (its J history: J0 ... J)."""
     return SimpleNamespace(solver=solver, L=L, M=M, ok=ok, final=SimpleNamespace(J=J, l2=l2), compute_seconds=cpu,
-                           history={"J": [J0, J]})
+                           history={"J": [J0, J]}, diagnostics={})
 
 
 def test_lysep_against_pinn_counts_sizes_per_init():
@@ -55,13 +55,13 @@ def test_equal_cpu_picks_the_baseline_cell_within_lyseps_seconds_by_training_J()
           cell("rfm", 2, 800, 0.1, 1e-3, 50.0),        # lowest J but over LySep's 20 s: never compared
           cell("poly", 2, 66, 1.0, 0.01, 30.0)]        # none of poly's within 20 s
     v = hs.equal_cpu(cs, "paper", "rfm")
-    assert (v.lysep.L, v.lysep.M) == (3, 20) and (v.other.L, v.other.M) == (2, 200)
-    assert v.lysep_wins is False and v.ratio == pytest.approx(5.0)
+    assert (v.challenger.L, v.challenger.M) == (3, 20) and (v.other.L, v.other.M) == (2, 200)
+    assert v.wins is False and v.ratio == pytest.approx(5.0)
     p = hs.equal_cpu(cs, "paper", "poly")
-    assert p.other is None and p.lysep_wins is None and "no cell within" in hs._cost_text(p)
+    assert p.other is None and p.wins is None and "no cell within" in hs._cost_text(p)
     assert hs.equal_cpu(cs, "torch", "rfm") is None  # no LySep under that init
     won = hs.equal_cpu([cell("lysep", 3, 10, 1.0, 0.01, 10.0), cell("poly", 2, 66, 1.0, 0.5, 0.1)], "paper", "poly")
-    assert won.lysep_wins is True and hs._cost_text(won).startswith("yes: 1.00e-02 vs 5.00e-01 (LySep costs 100×")
+    assert won.wins is True and hs._cost_text(won).startswith("yes: 1.00e-02 vs 5.00e-01 (LySep costs 100×")
 
 
 def test_the_choice_of_a_size_never_reads_the_test_error():
@@ -118,10 +118,23 @@ def test_torch_init_changes_names_what_moved():
     assert hs.changes(moved) == "yes ((a) LySep beats PINN at most sizes: no → yes)"
 
 
-def test_command_on_the_committed_records(tmp_path):
+def marker_args(text: str) -> list[str]:
+    """The words of the first harder-summary marker of ``text`` (README's drops its --brief)."""
+    m = re.search(r"<!-- BEGIN lysep (study harder-summary [^>]*) -->", text)
+    assert m
+    return [w for w in m.group(1).split() if w != "--brief"]
+
+
+def test_readme_and_docs_blocks_name_the_same_records():
+    """The lead changes the markers once (docs/harder.md, "Regenerate"): README's and docs/harder.md's agree."""
+    assert marker_args((ROOT / "README.md").read_text()) == marker_args(DOC.read_text())
+
+
+def test_command_on_the_committed_records(tmp_path, monkeypatch):
     out = tmp_path / "summary"
-    r = cli.invoke(app, ["study", "harder-summary", "--config", str(CHOSEN), "--results", str(RESULTS),
-                         "--out", str(out)])
+    monkeypatch.chdir(ROOT)  # the marker's paths are the repository's
+    args = marker_args(DOC.read_text())  # the command results/harder/summary is written with
+    r = cli.invoke(app, [*args, "--out", str(out)], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert "| osc-ball-2d-k12 | paper | 1 of 4 sizes (ℓ2), 4 of 4 (J) |" in r.output
     names = sorted(p.name for p in out.iterdir())

@@ -10,7 +10,9 @@ The rule of the answer (docs/harder.md, "The answer's rule"), per problem and pe
 
 - a cell is *usable* when more than half of its runs finished; an unusable cell's mean counts as +inf;
 - a solver's **chosen size** is its usable cell of the lowest mean training J (never the test error);
-  poly and rfm (one cell each in the suite) are chosen the same way;
+  poly and rfm (one cell each in the suite) are chosen the same way; variable projection's (``varpro-*``,
+  issue 54, docs/varpro.md) by its lowest mean **held-out** J (the PINN loss of its saved weights at the test
+  points: :attr:`Cell.J_held`; lysep_cli/reports/held_out.py), never its training J;
 - (a) LySep against PINN, same init, size by size: at how many of the sizes both ran LySep's mean ℓ2 is
   the lower, and its mean J;
 - (b) LySep against rfm and poly at equal CPU: LySep's chosen size sets a budget c (its mean CPU seconds);
@@ -26,9 +28,9 @@ Only the comparison of the chosen cells reads the test error, never the choice o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -39,6 +41,8 @@ from lysep_cli.store.schema import RunRecord
 TWIN = "-torch"
 INITS = ("paper", "torch")
 ONE_SOLVE = ("rfm", "poly")
+#: variable projection's three methods (docs/varpro.md): chosen by the held-out residual, not training J
+VARPRO = ("varpro-lm", "varpro-lbfgs", "varpro-gd")
 NOT_RUN = "not run yet"
 
 
@@ -47,7 +51,9 @@ class Cell:
     """One (solver, init, L, M) of a problem: ``runs`` records, ``finished`` of them with a finite J and ℓ2;
     J, l2: (mean, sample std) over the finished runs (NaN when none); ``l2_median`` over every run, a run that
     did not finish counted as +inf; ``cpu``: mean CPU seconds per run over every run; ``J_start``: mean initial J
-    (the first of each finished run's J history; NaN without histories)."""
+    (the first of each finished run's J history; NaN without histories); ``J_held``: mean held-out J over the
+    finished runs (varpro's cells; NaN for the others); ``move``: the median over the runs of the largest
+    relative move ||W_l - W_l^0|| / ||W_l^0|| of a hidden layer (NaN where the records do not hold it)."""
 
     solver: str
     init: str
@@ -60,6 +66,8 @@ class Cell:
     l2_median: float
     cpu: float
     J_start: float = math.nan
+    J_held: float = math.nan
+    move: float = math.nan
 
     @property
     def stayed(self) -> bool:
@@ -76,6 +84,13 @@ class Cell:
     def key_J(self) -> float:
         """Mean J where usable, else +inf: what the choice of a size compares."""
         return self.J[0] if self.usable else math.inf
+
+    @property
+    def key_pick(self) -> float:
+        """What the choice of a cell compares: varpro's mean held-out J, every other solver's mean training J;
+        +inf where unusable (or, for varpro, where no held-out J could be computed)."""
+        key = self.J_held if self.solver in VARPRO else self.J[0]
+        return key if self.usable and math.isfinite(key) else math.inf
 
     @property
     def key_l2(self) -> float:
@@ -98,8 +113,17 @@ def _finished(r: RunRecord) -> bool:
     return bool(r.ok) and J is not None and l2 is not None and math.isfinite(J) and math.isfinite(l2)
 
 
-def cell_of(records: list[RunRecord], solver: str, init: str) -> Cell:
-    """The :class:`Cell` of ``records`` (one solver, init and size; at least one record)."""
+def hidden_move(r: RunRecord) -> float:
+    """The largest relative move of a hidden layer's weights in a run (``diagnostics.move_W<l>``, LySep's and
+    varpro's keys); NaN when the record holds none."""
+    moves = [float(v) for k, v in (r.diagnostics or {}).items() if k.startswith("move_W") and v is not None]
+    return max(moves) if moves else math.nan
+
+
+def cell_of(records: list[RunRecord], solver: str, init: str,
+            held: Callable[[RunRecord], float] | None = None) -> Cell:
+    """The :class:`Cell` of ``records`` (one solver, init and size; at least one record); ``held``: a run's
+    held-out J, read for varpro's cells only."""
     done = [r for r in records if _finished(r)]
     J = np.array([r.final.J for r in done], dtype=float)
     l2 = np.array([r.final.l2 for r in done], dtype=float)
@@ -107,29 +131,34 @@ def cell_of(records: list[RunRecord], solver: str, init: str) -> Cell:
     cpu = np.array([r.compute_seconds for r in records], dtype=float)
     start = np.array([(r.history.get("J") or [math.nan])[0] for r in done], dtype=float)
     nan = float("nan")
+    held_J = np.array([held(r) for r in done], dtype=float) if held is not None and solver in VARPRO else None
+    moves = np.array([hidden_move(r) for r in records], dtype=float)
     return Cell(solver, init, records[0].L, records[0].M, len(records), len(done),
                 (float(J.mean()) if J.size else nan, sample_std(J)),
                 (float(l2.mean()) if l2.size else nan, sample_std(l2)),
-                float(np.median(every)), float(cpu.mean()), float(start.mean()) if start.size else nan)
+                float(np.median(every)), float(cpu.mean()), float(start.mean()) if start.size else nan,
+                float(held_J.mean()) if held_J is not None and held_J.size else nan,
+                float(np.median(moves)) if np.isfinite(moves).all() else nan)
 
 
-def cells(paper: list[RunRecord], torch: list[RunRecord]) -> list[Cell]:
+def cells(paper: list[RunRecord], torch: list[RunRecord],
+          held: Callable[[RunRecord], float] | None = None) -> list[Cell]:
     """Every (solver, init, size) cell of a problem's records (``paper``: experiment X's, ``torch``: X-torch's),
-    ordered by solver (the paper's first), init, size."""
+    ordered by solver (the paper's first), init, size; ``held``: a run's held-out J (varpro's cells)."""
     out = []
     for init, recs in (("paper", paper), ("torch", torch)):
         groups: dict[tuple[str, int, int], list[RunRecord]] = {}
         for r in recs:
             groups.setdefault((r.solver, r.L, r.M), []).append(r)
-        out += [cell_of(g, s, init) for (s, _, _), g in groups.items()]
+        out += [cell_of(g, s, init, held) for (s, _, _), g in groups.items()]
     return sorted(out, key=lambda c: (solver_key(c.solver), INITS.index(c.init), c.L, c.M))
 
 
 def chosen(cs: Iterable[Cell], solver: str, init: str) -> Cell | None:
-    """The usable cell of ``solver`` under ``init`` of the lowest mean training J (ties: the smaller size);
-    None when it has none.  Never reads the test error."""
+    """The usable cell of ``solver`` under ``init`` of the lowest :attr:`Cell.key_pick` (mean training J;
+    varpro's: mean held-out J; ties: the smaller size); None when it has none.  Never reads the test error."""
     mine = [c for c in cs if c.solver == solver and c.init == init and c.usable]
-    return min(mine, key=lambda c: (c.J[0], c.L, c.M)) if mine else None
+    return min(mine, key=lambda c: (c.key_pick, c.L, c.M)) if mine else None
 
 
 @dataclass(frozen=True)
@@ -153,31 +182,39 @@ def lysep_vs_pinn(cs: list[Cell], init: str) -> PinnVerdict:
 
 @dataclass(frozen=True)
 class CostVerdict:
-    """(b) for one baseline: LySep's chosen cell, the baseline's cell within LySep's CPU (None: none fits)."""
+    """(b) for one baseline: the challenger's chosen cell (LySep's in (b)), the baseline's cell within its CPU
+    (None: none fits)."""
 
     baseline: str
-    lysep: Cell
+    challenger: Cell
     other: Cell | None
 
     @property
-    def lysep_wins(self) -> bool | None:
-        return None if self.other is None else self.lysep.key_l2 < self.other.key_l2
+    def wins(self) -> bool | None:
+        """The challenger's mean ℓ2 is below the baseline's (None: no baseline cell within its CPU)."""
+        return None if self.other is None else self.challenger.key_l2 < self.other.key_l2
 
     @property
     def ratio(self) -> float:
-        """LySep's CPU seconds over the baseline's."""
-        return math.nan if self.other is None or self.other.cpu <= 0 else self.lysep.cpu / self.other.cpu
+        """The challenger's CPU seconds over the baseline's."""
+        return math.nan if self.other is None or self.other.cpu <= 0 else self.challenger.cpu / self.other.cpu
 
 
-def equal_cpu(cs: list[Cell], init: str, baseline: str) -> CostVerdict | None:
-    """Verdict (b) under ``init`` against ``baseline`` (rfm, poly: paper init): None without a chosen LySep
-    cell or without any usable baseline cell."""
-    ly = chosen(cs, "lysep", init)
-    pool = [c for c in cs if c.solver == baseline and c.usable]
-    if ly is None or not pool:
+def init_of(solver: str, init: str) -> str:
+    """The init a solver's cells of a (problem, init) are under: rfm and poly take none (the paper init's runs)."""
+    return "paper" if solver in ONE_SOLVE else init
+
+
+def equal_cpu(cs: list[Cell], init: str, baseline: str, challenger: str = "lysep") -> CostVerdict | None:
+    """Verdict (b) under ``init``: the challenger's chosen cell (LySep's) sets the budget, its mean CPU
+    seconds; among the baseline's usable cells within it the one of the lowest :attr:`Cell.key_pick` (training
+    J; varpro's held-out J).  None without a chosen challenger cell or without any usable baseline cell."""
+    mine = chosen(cs, challenger, init_of(challenger, init))
+    pool = [c for c in cs if c.solver == baseline and c.init == init_of(baseline, init) and c.usable]
+    if mine is None or not pool:
         return None
-    fits = [c for c in pool if c.cpu <= ly.cpu]
-    return CostVerdict(baseline, ly, min(fits, key=lambda c: (c.J[0], c.cpu)) if fits else None)
+    fits = [c for c in pool if c.cpu <= mine.cpu]
+    return CostVerdict(baseline, mine, min(fits, key=lambda c: (c.key_pick, c.cpu)) if fits else None)
 
 
 def best_overall(cs: list[Cell], init: str = "paper") -> Cell | None:
@@ -207,9 +244,10 @@ def _cost_text(v: CostVerdict | None) -> str:
     if v is None:
         return "—"
     if v.other is None:
-        return f"no cell within LySep's {v.lysep.cpu:.3g} s"
-    word = "yes" if v.lysep_wins else "no"
-    return f"{word}: {sci(v.lysep.key_l2)} vs {sci(v.other.key_l2)} (LySep costs {_g(v.ratio)}× its CPU)"
+        return f"no cell within {display_name(v.challenger.solver)}'s {v.challenger.cpu:.3g} s"
+    word = "yes" if v.wins else "no"
+    return (f"{word}: {sci(v.challenger.key_l2)} vs {sci(v.other.key_l2)} "
+            f"({display_name(v.challenger.solver)} costs {_g(v.ratio)}× its CPU)")
 
 
 def _best_text(c: Cell | None) -> str:
@@ -228,7 +266,7 @@ def _verdict_parts(cs: list[Cell], init: str) -> dict[str, object]:
     parts: dict[str, object] = {"(a) LySep beats PINN at most sizes": bool(a.sizes and 2 * a.l2_wins > a.sizes)}
     for s in ONE_SOLVE:
         v = equal_cpu(cs, init, s)
-        parts[f"(b) LySep beats {s}"] = None if v is None else v.lysep_wins
+        parts[f"(b) LySep beats {s}"] = None if v is None else v.wins
     best = best_overall(cs, init)
     parts["(c) best solver"] = None if best is None else display_name(best.solver)
     return parts
@@ -249,17 +287,100 @@ def _word(x: object) -> str:
 
 
 HEADER = ["problem", "init", "(a) LySep's mean beats PINN's at", "(b) beats rfm at equal CPU?",
-          "(b) beats poly at equal CPU?", "(c) best (chosen size by J; lowest median ℓ2)"]
+          "(b) beats poly at equal CPU?", "(c) best (chosen size by J, varpro's by held-out J; lowest median ℓ2)"]
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
-def answer(by_problem: dict[str, list[Cell]], taus: dict[str, list[FixedTau]] | None = None) -> str:
+@dataclass(frozen=True)
+class Addenda:
+    """What the answer gains from outside this module: variable projection's part
+    (lysep_cli/reports/harder_varpro.py) and PINN-GD under the second step rule (:func:`pinn_step2_addenda`).
+    ``after_tally``: lines after the tally (answer and brief); ``answer``: text after answer.md's block;
+    ``problems``: problem -> text after its PROBLEM.md; ``column``: (header, problem -> cell) a column of the
+    brief; ``brief``: text after the brief's note (README)."""
+
+    after_tally: tuple[str, ...] = ()
+    answer: str = ""
+    problems: dict[str, str] = field(default_factory=dict)
+    column: tuple[str, dict[str, str]] | None = None
+    brief: str = ""
+
+    def __add__(self, other: "Addenda") -> "Addenda":
+        """Both addenda: texts concatenated (self's first), the column of whichever has one (self's first)."""
+        return Addenda(self.after_tally + other.after_tally, self.answer + other.answer,
+                       {n: self.problems.get(n, "") + other.problems.get(n, "")
+                        for n in {**self.problems, **other.problems}},
+                       self.column if self.column is not None else other.column, self.brief + other.brief)
+
+
+# ---------------------------------------------------------------------------------------------
+# PINN-GD under the second step rule (docs/varpro.md, "PINN-GD's step, fairly chosen"): its reruns live in a
+# results directory of their own; verdict (a) recomputed with them, beside the first rule's (never replacing it).
+
+STEP2 = "PINN-GD under the second step rule (docs/varpro.md)"
+
+
+def with_pinn(by_problem: dict[str, list[Cell]], pinn: dict[str, list[Cell]]) -> dict[str, list[Cell]]:
+    """Each problem's cells with PINN-GD's replaced by ``pinn[problem]`` (the second step rule's cells)."""
+    return {n: [c for c in cs if c.solver != "pinn"] + pinn.get(n, []) for n, cs in by_problem.items()}
+
+
+def step2_pinn_cells(specs: list[ExperimentSpec], records_of: Callable[[str], list[RunRecord]],
+                     specs2: list[ExperimentSpec],
+                     records2_of: Callable[[str], list[RunRecord]]) -> dict[str, list[Cell]]:
+    """Problem -> PINN-GD's cells under the second step rule (both inits): the records of ``records2_of`` (its
+    results directory, experiments ``specs2``); an experiment whose PINN settings the rule left as they were in
+    ``specs`` keeps the first rule's records (``records_of``: the same runs); one missing from ``specs2`` (the rule
+    refused) has none."""
+    two = {s.name: s for s in specs2}
+
+    def pinn_of(spec: ExperimentSpec | None) -> list[RunRecord]:
+        if spec is None or spec.name not in two:
+            return []
+        mine = [r for r in records2_of(spec.name) if r.solver == "pinn"]
+        if mine or two[spec.name].solvers.get("pinn") != spec.solvers.get("pinn"):
+            return mine
+        return [r for r in records_of(spec.name) if r.solver == "pinn"]
+
+    return {x.name: cells(pinn_of(x), pinn_of(t)) for x, t in problems(specs)}
+
+
+def pair_name(name: str, init: str) -> str:
+    return name + (" (torch init)" if init == "torch" else "")
+
+
+def pinn_step2_addenda(by_problem: dict[str, list[Cell]], pinn: dict[str, list[Cell]] | None,
+                       where: str) -> Addenda:
+    """Verdict (a) with PINN-GD's second-rule cells ``pinn`` (problem -> its PINN cells, both inits; None: none
+    given): a line after the tally (LySep beats PINN-GD in k of n, beside the first rule's count over the same
+    pairs, and the pairs without second-rule records) and a table of (a) under both rules."""
+    if not pinn or not any(pinn.values()):
+        return Addenda(after_tally=(f"{STEP2}: no records ({where}); verdict (a) and the count above are the first "
+                                    "rule's.",))
+    new = with_pinn(by_problem, pinn)
+    have = [(n, i) for n, cs in pinn.items() for i in INITS if any(c.init == i for c in cs)]
+    pairs = [(n, i) for n, cs in by_problem.items() for i in INITS if chosen(cs, "lysep", i) is not None]
+    both = [p for p in pairs if p in have]
+    lacking = [pair_name(n, i) for n, i in pairs if (n, i) not in have]
+    line = (f"{STEP2}, its records in {where}: over the {len(both)} (problem, init) pairs with them, "
+            f"{pinn_tally([(new[n], i) for n, i in both])}; with the first rule's PINN-GD over the same pairs "
+            f"{sum(2 * v.l2_wins > v.sizes for n, i in both if (v := lysep_vs_pinn(by_problem[n], i)).sizes)}"
+            + (f"; no second-rule records for {', '.join(lacking)}" if lacking else "") + ".")
+    rows = [[n, i, _pinn_text(lysep_vs_pinn(by_problem[n], i)), _pinn_text(lysep_vs_pinn(new[n], i))] for n, i in both]
+    table = _table(["problem", "init", "(a) LySep beats PINN-GD at: first step rule", "second step rule"], rows)
+    text = "\n".join(["", f"## {STEP2}: verdict (a) under both rules ({where})", "", *table]) + "\n"
+    return Addenda(after_tally=(line,), answer=text)
+
+
+def answer(by_problem: dict[str, list[Cell]], taus: dict[str, list[FixedTau]] | None = None,
+           add: Addenda = Addenda()) -> str:
     """The answer block (Markdown): per problem and init the verdicts, "not run yet" for a problem without
-    records; then whether the torch init changes the verdict, the tally, and (``taus``: problem -> its
-    fixed-τ study) LySep as written, one fixed τ, beside the default rule."""
+    records; then whether the torch init changes the verdict, the tally (and ``add.after_tally``), and
+    (``taus``: problem -> its fixed-τ study) LySep as written, one fixed τ, beside the default rule; then
+    ``add.answer``."""
     rows = []
     for name, cs in by_problem.items():
         if not cs:
@@ -275,13 +396,14 @@ def answer(by_problem: dict[str, list[Cell]], taus: dict[str, list[FixedTau]] | 
     lines.append("Torch init changes the verdict: " + ("; ".join(f"{n}: {changes(by_problem[n])}" for n in run)
                                                        if run else "no problem run yet") + ".")
     lines.append(tally(by_problem) + identical_note(by_problem))
+    lines += add.after_tally
     if taus is not None:
         lines.append("LySep as written (one fixed τ, the best by training J; `lysep study step-size`, paper init): "
                      + "; ".join(f"{n}: {fixed_tau_text(taus.get(n, []))}" for n in by_problem) + ".")
     missing = [n for n, cs in by_problem.items() if not cs]
     lines.append(f"Records of {len(run)} of {len(by_problem)} problems"
                  + (f"; not run yet: {', '.join(missing)}." if missing else "."))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + add.answer
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,24 +472,34 @@ def _span(xs: list[float], digits: int = 3) -> str:
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+def lysep_pairs(by_problem: dict[str, list[Cell]]) -> list[tuple[list[Cell], str]]:
+    """(a problem's cells, init) for every (problem, init) pair with a chosen LySep cell."""
+    return [(cs, i) for cs in by_problem.values() for i in INITS if chosen(cs, "lysep", i) is not None]
+
+
+def pinn_tally(pairs: list[tuple[list[Cell], str]]) -> str:
+    """"LySep's mean ℓ2 beats PINN's at most sizes in k (in s of them PINN-GD's mean J ends within 1 % of its
+    start at every size, in g it diverges at every size)" over ``pairs``."""
+    wins = [(cs, i) for cs, i in pairs if (v := lysep_vs_pinn(cs, i)).sizes and 2 * v.l2_wins > v.sizes]
+    pinn = [[c for c in cs if c.solver == "pinn" and c.init == i] for cs, i in wins]
+    stayed = sum(1 for p in pinn if any(c.usable for c in p) and all(c.stayed for c in p if c.usable))
+    gone = sum(1 for p in pinn if p and not any(c.usable for c in p))
+    return (f"LySep's mean ℓ2 beats PINN's at most sizes in {len(wins)} (in {stayed} of them PINN-GD's mean J ends "
+            f"within 1 % of its start at every size, in {gone} it diverges at every size)")
+
+
 def tally(by_problem: dict[str, list[Cell]]) -> str:
     """The answer summed over every (problem, init) pair with LySep records: at how many LySep's mean ℓ2 beats
     PINN's at most sizes; beats rfm and poly at equal CPU (and the span of LySep's CPU over theirs); the span
     of LySep's mean ℓ2 over rfls's at LySep's chosen size (rfls: the closed-form output fit on the same seeded
     hidden layers, same init); and the best solver's count."""
-    pairs = [(cs, i) for cs in by_problem.values() for i in INITS if chosen(cs, "lysep", i) is not None]
+    pairs = lysep_pairs(by_problem)
     if not pairs:
         return "No problem has LySep records yet."
-    wins = [(cs, i) for cs, i in pairs if (v := lysep_vs_pinn(cs, i)).sizes and 2 * v.l2_wins > v.sizes]
-    pinn = [[c for c in cs if c.solver == "pinn" and c.init == i] for cs, i in wins]
-    stayed = sum(1 for p in pinn if any(c.usable for c in p) and all(c.stayed for c in p if c.usable))
-    gone = sum(1 for p in pinn if p and not any(c.usable for c in p))
-    parts = [f"Over the {len(pairs)} (problem, init) pairs run, LySep's mean ℓ2 beats PINN's at most sizes in "
-             f"{len(wins)} (in {stayed} of them PINN-GD's mean J ends within 1 % of its start at every size, in "
-             f"{gone} it diverges at every size)"]
+    parts = [f"Over the {len(pairs)} (problem, init) pairs run, {pinn_tally(pairs)}"]
     for s in ONE_SOLVE:
         vs = [v for cs, i in pairs if (v := equal_cpu(cs, i, s)) is not None and v.other is not None]
-        parts.append(f"beats {s} at equal CPU in {sum(bool(v.lysep_wins) for v in vs)} of {len(vs)} "
+        parts.append(f"beats {s} at equal CPU in {sum(bool(v.wins) for v in vs)} of {len(vs)} "
                      f"(LySep spends {_span([v.ratio for v in vs])}× its CPU)")
     ratios, every = [], []
     for cs, i in pairs:
@@ -420,14 +552,17 @@ def _both(texts: list[str]) -> str:
     return texts[0] if len(set(texts)) == 1 else " / ".join(texts)
 
 
-def brief(by_problem: dict[str, list[Cell]]) -> str:
+def brief(by_problem: dict[str, list[Cell]], add: Addenda = Addenda()) -> str:
     """The README block: one line per problem, both inits in one cell ("paper / torch" where they differ).
     LySep's chosen size under the paper's init with its mean ℓ2 and CPU; (a) at how many sizes its mean ℓ2 beats PINN's;
-    (b) against rfm and poly at equal CPU, with the baseline's ℓ2; (c) the best of both inits' picks."""
+    (b) against rfm and poly at equal CPU, with the baseline's ℓ2; (c) the best of both inits' picks; then
+    ``add.column``; the tally, ``add.after_tally`` and ``add.brief`` below."""
     rows = []
+    extra = [] if add.column is None else [add.column[0]]
     for name, cs in by_problem.items():
+        more = [] if add.column is None else [add.column[1].get(name, "—")]
         if not cs:
-            rows.append([name, NOT_RUN, "", "", "", ""])
+            rows.append([name, NOT_RUN, "", "", "", "", *more])
             continue
         inits = [i for i in INITS if any(c.init == i and c.solver == "lysep" for c in cs)]
         ly = chosen(cs, "lysep", "paper")
@@ -438,28 +573,29 @@ def brief(by_problem: dict[str, list[Cell]]) -> str:
         cost = []
         for s in ONE_SOLVE:
             vs = [equal_cpu(cs, i, s) for i in inits]
-            words = _both(["—" if v is None or v.other is None else ("yes" if v.lysep_wins else "no") for v in vs])
+            words = _both(["—" if v is None or v.other is None else ("yes" if v.wins else "no") for v in vs])
             other = next((v.other for v in vs if v is not None and v.other is not None), None)
             cost.append(words + (f" ({sci(other.key_l2)}, {other.cpu:.2g} s)" if other is not None else ""))
         bests = [b for b in (best_overall(cs, i) for i in inits) if b is not None]
         best = min(bests, key=lambda c: (c.l2_median, c.cpu)) if bests else None
         best_text = "—" if best is None else f"{best.name}: {sci(best.l2_median)}, {best.cpu:.2g} s"
-        rows.append([name, ly_text, a_text, *cost, best_text])
+        rows.append([name, ly_text, a_text, *cost, best_text, *more])
     header = ["problem", "LySep (paper init): mean ℓ2, chosen (L,M), mean CPU s / run",
               "beats PINN (mean ℓ2, sizes)", "beats rfm at equal CPU (rfm: mean ℓ2, s)",
-              "beats poly at equal CPU (poly: ℓ2, s)", "best solver: median ℓ2, mean CPU s / run"]
+              "beats poly at equal CPU (poly: ℓ2, s)", "best solver: median ℓ2, mean CPU s / run", *extra]
     run = sum(1 for cs in by_problem.values() if cs)
     note = (f"Records of {run} of {len(by_problem)} problems; 5 seeds a cell (poly: one fit); means over the "
             "finished runs (a cell with half or more unfinished counts as +∞), the best solver by its median "
             "(an unfinished run +∞); both inits in one cell, \"paper / torch\" where they differ; chosen sizes by "
-            "training J, never the test error (the rule and every cell: docs/harder.md)."
+            "training J (varpro's by held-out J), never the test error (the rule and every cell: docs/harder.md)."
             + identical_note(by_problem))
-    return "\n".join(_table(header, rows) + ["", tally(by_problem) + " " + note]) + "\n"
+    lines = _table(header, rows) + ["", tally(by_problem) + " " + note, *add.after_tally]
+    return "\n".join(lines) + "\n" + add.brief
 
 
-def problem_table(name: str, cs: list[Cell], taus: list[FixedTau] | None = None) -> str:
+def problem_table(name: str, cs: list[Cell], taus: list[FixedTau] | None = None, extra: str = "") -> str:
     """PROBLEM.md: every (solver, init, size) cell, the chosen sizes and the verdicts; then (``taus``) the
-    fixed-τ study's best τ per size beside the default rule."""
+    fixed-τ study's best τ per size beside the default rule; then ``extra``."""
     lines = [f"# {name}: every solver, init and size (lysep study harder-summary)", ""]
     if not cs:
         return "\n".join(lines + [f"{NOT_RUN}: no record of {name}."]) + "\n"
@@ -472,8 +608,9 @@ def problem_table(name: str, cs: list[Cell], taus: list[FixedTau] | None = None)
                      "—" if not math.isfinite(c.l2_median) else sci(c.l2_median), f"{c.cpu:.3g}"])
     lines += _table(["solver", "(L, M)", "finished", "diverged", "J (finished runs)", "ℓ2 (finished runs)",
                      "median ℓ2 (diverged = ∞)", "mean CPU s / run"], rows)
-    lines += ["", "◀: the solver's chosen size (lowest mean training J among its cells with more than half of "
-              "its runs finished; never the test error). Means ± sample std over the finished runs.", ""]
+    lines += ["", "◀: the solver's chosen size (lowest mean training J, varpro's lowest mean held-out J, among its "
+              "cells with more than half of its runs finished; never the test error). Means ± sample std over the "
+              "finished runs.", ""]
     lines += ["## Verdict", ""] + _table(HEADER, [verdict_row(name, cs, i) for i in INITS
                                                  if any(c.init == i for c in cs)])
     lines += ["", f"Torch init changes the verdict: {changes(cs)}."]
@@ -486,27 +623,29 @@ def problem_table(name: str, cs: list[Cell], taus: list[FixedTau] | None = None)
                          for r in taus])
         lines += ["", "Means over the finished runs; the τ grid and every τ's runs: "
                   f"results/harder/{name}/study-step-size/summary.md."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + extra
 
 
 def summarise(by_problem: dict[str, list[Cell]], out: Path,
-              taus: dict[str, list[FixedTau]] | None = None) -> list[Path]:
+              taus: dict[str, list[FixedTau]] | None = None, add: Addenda = Addenda()) -> list[Path]:
     """Write OUT/PROBLEM.md per problem and OUT/answer.md; their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, cs in by_problem.items():
         p = out / f"{name}.md"
-        p.write_text(problem_table(name, cs, (taus or {}).get(name)))
+        p.write_text(problem_table(name, cs, (taus or {}).get(name), add.problems.get(name, "")))
         paths.append(p)
     p = out / "answer.md"
     p.write_text("# The harder suite's answer (lysep study harder-summary; the rule: docs/harder.md)\n\n"
-                 + answer(by_problem, taus))
+                 + answer(by_problem, taus, add))
     return paths + [p]
 
 
-def gather(specs: list[ExperimentSpec], records_of) -> dict[str, list[Cell]]:
-    """Problem -> its cells, from ``records_of(experiment name) -> list[RunRecord]``."""
-    return {x.name: cells(records_of(x.name), records_of(t.name) if t is not None else [])
+def gather(specs: list[ExperimentSpec], records_of,
+           held: Callable[[RunRecord], float] | None = None) -> dict[str, list[Cell]]:
+    """Problem -> its cells, from ``records_of(experiment name) -> list[RunRecord]``; ``held``: a run's
+    held-out J (varpro's cells; lysep_cli/reports/held_out.py)."""
+    return {x.name: cells(records_of(x.name), records_of(t.name) if t is not None else [], held)
             for x, t in problems(specs)}
 
 
