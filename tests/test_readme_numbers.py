@@ -341,16 +341,57 @@ def test_one_solve_reaches_the_papers_lysep_so_much_cheaper():
     assert (shown[4], shown[5]) == (min(s for _, s in rows), max(s for _, s in rows))
 
 
+def _answer_lines() -> list[str]:
+    return (ROOT / "results" / "harder" / "summary" / "answer.md").read_text(encoding="utf-8").splitlines()
+
+
 def test_first_screen_harder_numbers_are_the_tallys():
-    tally = [ln for ln in (ROOT / "results" / "harder" / "summary" / "answer.md").read_text(encoding="utf-8")
-             .splitlines() if ln.startswith("Over the ")][0]
+    """README's first screen: LySep against rfm and poly, and variable projection against all five, as the
+    generated answer counts them."""
+    lines = _answer_lines()
+    tally = [ln for ln in lines if ln.startswith("Over the ")][0]
     rfm = re.search(r"beats rfm at equal CPU in 0 of (\d+) \(LySep spends ([\d,]+)–([\d,]+)× its CPU\)", tally)
     poly = re.search(r"beats poly at equal CPU in 0 of \d+ \(LySep spends ([\d,]+)–([\d,]+)× its CPU\)", tally)
-    best = re.search(r"Best solver: pinn-lbfgs in (\d+)", tally).group(1)
     lo = min(float(rfm.group(2).replace(",", "")), float(poly.group(1).replace(",", "")))
     hi = max(float(rfm.group(3).replace(",", "")), float(poly.group(2).replace(",", "")))
-    readme(rf"rfm and poly beat LySep in all {rfm.group(1)} \(problem, init\) pairs at {lo:,.0f}–{hi:,.0f}× less CPU; "
-           rf"a network trained end to end \(pinn-lbfgs\) is best in {best}")
+    readme(rf"rfm and poly beat it in all {rfm.group(1)} \(problem, init\) pairs at {lo:,.0f}–{hi:,.0f}× less CPU")
+    varpro = [ln for ln in lines if ln.startswith("Variable projection (its best method")][0]
+    k, n = re.search(r"all five in (\d+) of (\d+)", varpro).groups()
+    readme(rf"beats LySep, PINN-GD, pinn-lbfgs, rfm and poly at equal CPU in {k} of {n} ")
+
+
+def test_readme_answer_paragraph_is_the_generated_answer():
+    """README's closing answer on the harder suite: the second step rule's count, varpro's count, where it
+    loses and to whom (the rows of the answer's varpro table), how far the hidden layers move, and the best
+    solvers, as results/harder/summary/answer.md has them."""
+    lines = _answer_lines()
+    flat = " ".join(README.split())
+    step2 = [ln for ln in lines if ln.startswith("PINN-GD under the second step rule")][0]
+    k2, n2 = re.search(r"over the (\d+) \(problem, init\) pairs with them, LySep's mean ℓ2 beats PINN's at most "
+                       r"sizes in (\d+)", step2).groups()[::-1]
+    assert f"with PINN-GD's step chosen by the second rule (scale-free, stable over the whole run: docs/varpro.md) in {k2} of {n2}" in flat
+    varpro = [ln for ln in lines if ln.startswith("Variable projection (its best method")][0]
+    k, n = re.search(r"all five in (\d+) of (\d+)", varpro).groups()
+    moved, lysep = re.search(r"hidden layers moved ([\d.e–-]+) \(relative.*?LySep's at its chosen size: ([\d.e–-]+)\)",
+                             varpro).groups()
+    assert (f"beats LySep, PINN-GD, pinn-lbfgs, rfm and poly at equal CPU in {k} of {n} " in flat
+            and f"its hidden layers move {moved} relative to their start, LySep's {lysep}" in flat)
+    header = [i for i, ln in enumerate(lines) if ln.startswith("| problem | init | varpro's best")][0]
+    losers: dict[str, set[str]] = {}
+    for row in lines[header + 2:]:
+        if not row.startswith("|"):
+            break
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for opponent, verdict in zip(["LySep", "PINN-GD", "pinn-lbfgs", "rfm", "poly"], cells[3:]):
+            if verdict.startswith("no"):
+                losers.setdefault(cells[0], set()).add(opponent)
+    assert len(losers) * 2 == int(n) - int(k)  # both inits of each problem where it does not pay
+    said = re.search(r"\(rfm and poly are better at (\S+), pinn-lbfgs at (\S+)\)", flat).groups()
+    assert {p.rsplit("-k", 1)[0]: w for p, w in losers.items()} == {said[0].rstrip(","): {"rfm", "poly"},
+                                                                    said[1]: {"pinn-lbfgs"}}
+    best = re.search(r"Best solver: (.*?)\. ", [ln for ln in lines if ln.startswith("Over the ")][0]).group(1)
+    counts = re.findall(r"([\w-]+) in (\d+)", re.sub(r" \(its median[^)]*\)", "", best))
+    assert "Best solver: " + ", ".join(f"{s} in {c}" for s, c in counts) + " (`results/harder/summary/answer.md`)" in flat
 
 
 def test_tour_costs_are_the_records():
