@@ -37,7 +37,8 @@ def _shape(spec: specs.ExperimentSpec) -> tuple[int, int]:
 @pytest.mark.parametrize("solver,L,M,N", [
     ("pinn", 3, 80, 300), ("pinn", 4, 30, 300), ("lysep", 3, 80, 300), ("lysep", 3, 250, 120),
     ("lysep", 4, 30, 300), ("rfls", 3, 80, 300), ("rfm", 2, 600, 300), ("pinn-adam", 3, 80, 300),
-    ("pinn-lbfgs", 3, 200, 120), ("pinn-lm", 3, 80, 300), ("pinn-lm", 3, 200, 120)])
+    ("pinn-lbfgs", 3, 200, 120), ("pinn-lm", 3, 80, 300), ("pinn-lm", 3, 200, 120), ("varpro-lm", 3, 80, 300),
+    ("varpro-lm", 3, 200, 120), ("varpro-lbfgs", 3, 200, 120), ("varpro-gd", 3, 80, 300)])
 def test_the_estimate_is_within_the_stated_factor_of_a_measured_peak(experiment, solver, L, M, N, monkeypatch):
     """Each solver at a size where the channels dominate, and one where the M x M weights (LySep's W_L
     system, L-BFGS's corrections, LM's Jacobian) do: measured / MODEL_FACTOR <= estimate <= MODEL_FACTOR x

@@ -91,7 +91,8 @@ def data_bytes(n_in: int, n_train: int, n_test: int) -> int:
 def run_parts(solver: str, n_in: int, n_second: int, L: int, M: int, n_train: int, n_test: int,
               maxcor: int = 20) -> dict[str, int]:
     """Peak bytes of one run of ``solver`` at (L, M), by part (the data set not included; see
-    :func:`data_bytes`).  An unregistered solver is counted as PINN."""
+    :func:`data_bytes`).  An unregistered solver is counted as PINN (varpro-lbfgs and varpro-gd measure as
+    one; varpro-lm holds its hidden layers' Jacobian)."""
     N, T, P = n_train, n_test, n_params(n_in, L, M)
     C = 8 * (1 + n_in + n_second) * M * N * max(1, L - 1)
     S = 8 * M * (N + T) * max(1, L - 1)
@@ -109,4 +110,7 @@ def run_parts(solver: str, n_in: int, n_second: int, L: int, M: int, n_train: in
     elif solver == "pinn-lm":
         G = min(N, P)  # the Gram matrix Jac Jac^T or Jac^T Jac
         parts.update(sigma=24 * S, **{"Jacobian": 8 * N * P, "Gram": 3 * 8 * G * G})
+    elif solver == "varpro-lm":  # the hidden layers' Jacobian (N, P_h), Kaufman's projection of it and their
+        P_h = P - (M + 1)        # channel temporaries: measured 5.3-9.5 x 8 N P_h at M = 80-200 (tests)
+        parts.update(**{"W_L system": 2 * system, "Jacobian": 8 * 8 * N * P_h, "Gram": 3 * 8 * N * N})
     return parts
