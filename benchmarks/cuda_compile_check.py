@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("numerics.sigma", "numerics.channels", "accel.pinn", "accel.lysep", "accel.lstsq", "accel.backend")
+MODULES = ("numerics.sigma", "numerics.channels", "accel.pinn", "solvers.lysep.algorithm", "accel.lstsq", "accel.backend")
 OPTIONS = ["--fmad=false", "-arch=compute_90"]
 
 

@@ -61,14 +61,14 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 from lysep_cli.accel import backend as backends  # noqa: E402
 from lysep_cli.accel import compare  # noqa: E402
 from lysep_cli.numerics import sigma  # noqa: E402
-from lysep_cli.accel.pinn import solve_stacked  # noqa: E402
+from lysep_cli.solvers.pinn import solve_seeds as solve_stacked  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
 from lysep_cli.numerics.sincos import sincos  # noqa: E402
 from lysep_cli.accel import lstsq  # noqa: E402
 from lysep_cli.numerics import lstsq as nlstsq  # noqa: E402
 from lysep_cli.accel import trials  # noqa: E402
-from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
+from lysep_cli.solvers.lysep import algorithm as stacked_lysep  # noqa: E402
 from lysep_cli.solvers.lysep.loss import LySepData  # noqa: E402
 from lysep_cli.solvers import pinn  # noqa: E402
 from lysep_cli.solvers.lysep import algorithm  # noqa: E402
@@ -176,7 +176,7 @@ def solve_stack(be: backends.Backend, spec: ExperimentSpec, solver: str, params0
     ``trial_batch`` at once; the device's defaults where None)."""
     problem, _, _, train, _ = experiment_data(spec)
     if solver == "lysep":
-        return stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], iterations,
+        return stacked_lysep.solve_seeds(be, problem, train, params0, spec.solvers["lysep"], iterations,
                                            sync_every=iterations, w_solve=w_solve, w_workers=w_workers,
                                            trial_batch=trial_batch)
     return solve_stacked(be, problem, train, params0, spec.solvers["pinn"], iterations, sync_every=iterations)
@@ -400,7 +400,7 @@ W_SOLVE_MODES = (("host", 1), ("host", None), ("reduced", None))
 def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int]], sweeps: int, out: Report,
                 rounds: int = 1) -> None:
     """Where a stacked LySep sweep's time goes, for each W_L solve of W_SOLVE_MODES (accel/lstsq.py): a sweep
-    of Algorithm 1 (StackedIteration.sweep, without the condition numbers; the PINN J of each sweep left
+    of Algorithm 1 (LySepIteration.sweep, without the condition numbers; the PINN J of each sweep left
     out), the QR on the device ("reduced" only), the copy to the host (B (S, M, N), or R (S, M+1, M+1)) and
     the per-seed host solves, each timed apart (the device synchronised around each part); 10 seeds stacked
     from their initial networks, one sweep of warm-up, then ``sweeps`` sweeps per mode in each of ``rounds``
@@ -434,8 +434,8 @@ def lysep_split(be: backends.Backend, cells: list[tuple[ExperimentSpec, int, int
     for spec, L, M in cells:
         problem, _, _, train, _ = experiment_data(spec)
         params0 = [network.init_params(problem.n_in, L, M, s) for s in range(10)]
-        it = stacked_lysep.StackedIteration(be, params0, LySepData.build(train.Z, train.coef, train.Y).on(be),
-                                            algorithm.Settings.coerce(spec.solvers["lysep"]))
+        it = stacked_lysep.LySepIteration(params0, LySepData.build(train.Z, train.coef, train.Y).on(be),
+                                          algorithm.Settings.coerce(spec.solvers["lysep"]), be)
         synced(be)()
         t = time.perf_counter()
         it.sweep(np.ones(10, dtype=bool), with_cond=False)  # warm-up (kernels, caches)

@@ -61,8 +61,8 @@ from typing import Any, Iterator  # noqa: E402
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from lysep_cli.accel import lysep as stacked_lysep  # noqa: E402
-from lysep_cli.accel import pinn as stacked_pinn  # noqa: E402
+from lysep_cli.solvers import pinn as stacked_pinn  # noqa: E402
+from lysep_cli.solvers.lysep import algorithm as stacked_lysep  # noqa: E402
 from lysep_cli.accel import trials as stacked_trials  # noqa: E402
 from lysep_cli.accel.backend import Backend  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
@@ -343,7 +343,7 @@ def counting() -> Iterator[Tally]:
     the per-sweep PINN J in "pinn_J"; everything else in "other"."""
     global TALLY
     TALLY = Tally()
-    saved = (Backtracking.step_seeds, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
+    saved = (Backtracking.step_seeds, stacked_lysep.LySepIteration._solve_W3, stacked_lysep.LySepIteration.pinn_loss,
              stacked_trials.BlockTrials.evaluate_rows)
 
     def step(self, J0, g2, trial, accept, active=None):
@@ -370,13 +370,13 @@ def counting() -> Iterator[Tally]:
             return saved[3](self, i, steps, dev, trying)
 
     Backtracking.step_seeds = step
-    stacked_lysep.StackedIteration._solve_W3 = scope("W_L solve", saved[1])
-    stacked_lysep.pinn_J = scope("pinn_J", saved[2])
+    stacked_lysep.LySepIteration._solve_W3 = scope("W_L solve", saved[1])
+    stacked_lysep.LySepIteration.pinn_loss = scope("pinn_J", saved[2])
     stacked_trials.BlockTrials.evaluate_rows = evaluate_rows
     try:
         yield TALLY
     finally:
-        (Backtracking.step_seeds, stacked_lysep.StackedIteration._solve_W3, stacked_lysep.pinn_J,
+        (Backtracking.step_seeds, stacked_lysep.LySepIteration._solve_W3, stacked_lysep.LySepIteration.pinn_loss,
          stacked_trials.BlockTrials.evaluate_rows) = saved
 
 
@@ -395,7 +395,7 @@ def pinn_run(spec: ExperimentSpec, L: int, M: int, seeds: int, iterations: int, 
     train = experiment_data(spec).training
     params0 = [network.init_params(train.Z.shape[0], L, M, s) for s in range(seeds)]
     with counting() as tally:
-        res = stacked_pinn.solve_stacked(be, experiment_data(spec).problem, train, params0, spec.solvers["pinn"],
+        res = stacked_pinn.solve_seeds(be, experiment_data(spec).problem, train, params0, spec.solvers["pinn"],
                                          iterations, progress=lambda k, J: None, sync_every=sync_every)
     return tally.totals(), res
 
@@ -414,7 +414,7 @@ def lysep_run(spec: ExperimentSpec, L: int, M: int, seeds: int, sweeps: int,
             marks.append((tally.by_scope.copy(), tally.trials, tally.evaluations.copy()))
 
         # the CuPy default (W_L by a QR on the device, accel/lstsq.py) through the counter and without it
-        res = stacked_lysep.solve_stacked(be, problem, train, params0, spec.solvers["lysep"], sweeps, progress,
+        res = stacked_lysep.solve_seeds(be, problem, train, params0, spec.solvers["lysep"], sweeps, progress,
                                           w_solve="reduced", trial_batch=trial_batch)
     per_sweep = []
     for (c0, t0, e0), (c1, t1, e1) in zip(marks, marks[1:]):

@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
-from lysep_cli.accel.lysep import solve_stacked  # noqa: E402
+from lysep_cli.solvers.lysep.algorithm import solve_seeds  # noqa: E402
 from lysep_cli.numerics import network  # noqa: E402
 from lysep_cli.numerics.dataset import experiment_data  # noqa: E402
 from lysep_cli.specs import load_specs  # noqa: E402
@@ -48,7 +48,7 @@ def _cells(arg: str) -> list[tuple[str, int, int]]:
 def _run(spec, L: int, M: int, seeds: int, sweeps: int, k: int) -> list:
     problem, _, _, train, _ = experiment_data(spec)
     params0 = [network.init_params(train.Z.shape[0], L, M, s) for s in range(seeds)]
-    return solve_stacked(CPU, problem, train, params0, spec.solvers["lysep"], sweeps, trial_batch=k)
+    return solve_seeds(CPU, problem, train, params0, spec.solvers["lysep"], sweeps, trial_batch=k)
 
 
 def _same(a, b) -> bool:

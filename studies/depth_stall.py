@@ -64,7 +64,7 @@ def main() -> None:
                 J = study.loss(params)
                 lam = penalty(it.terms, weights(it.st, ld))
                 t_max = max(r.step_size for r in it.rules.values())
-                print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S:9.3e} {lam:9.2e} {least_squares_J(params, ld, tr):9.3e} "
+                print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S[0]:9.3e} {lam:9.2e} {least_squares_J(params, ld, tr):9.3e} "
                       f"{t_max:8.1e} {np.linalg.norm(params[-1][0]):8.1e}", flush=True)
 
 

@@ -65,7 +65,7 @@ def main() -> None:
                 g = group_penalties(it, ld)
                 fit = float(it.terms.r @ it.terms.r) / ld.N
                 js_lam = fit + sum(v for c, v in g.items() if c not in ("d1",))
-                print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S:9.3e} {it.J_S / J:6.3f} {fit:9.3e} {g['a1']:9.2e} "
+                print(f"{seed:>4} {k:>5} {J:9.3e} {it.J_S[0]:9.3e} {it.J_S[0] / J:6.3f} {fit:9.3e} {g['a1']:9.2e} "
                       f"{g['d1']:9.2e} {g['a2']:9.2e} {g['d2']:9.2e} {g['q2']:9.2e} {js_lam:9.3e} "
                       f"{js_lam / J:5.2f}", flush=True)
 

@@ -41,7 +41,7 @@ def main() -> None:
                 J = study.loss(it.st.params())
                 lam = penalty(it.terms, weights(it.st, study.ld))
                 WL = float(np.linalg.norm(it.st.v[f"W{L}"]))
-                print(f"{k:>5} {J:10.3e} {it.J_S:10.3e} {lam:10.3e} {WL:10.3e}", flush=True)
+                print(f"{k:>5} {J:10.3e} {it.J_S[0]:10.3e} {lam:10.3e} {WL:10.3e}", flush=True)
 
 
 if __name__ == "__main__":

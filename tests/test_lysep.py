@@ -256,12 +256,13 @@ def test_step_rules_are_fresh_objects_per_solve():
 def test_a_trial_that_changes_no_entry_is_not_recomputed_and_the_run_is_bit_identical(monkeypatch):
     """A step x - t g that leaves every entry of x as it was costs nothing: J_S(x - t g) is J0 exactly.
     The run must be the same, bit for bit, as the one that recomputes those trials."""
-    from lysep_cli.solvers.lysep import algorithm
+    from lysep_cli.accel import trials
 
     problem, td, _, params = setup("elliptic", 2, N=60, M=8)
     fast = solve(problem, td, params, {}, 300)
     assert fast.diagnostics["unchanged_trials"] > 0  # the shortcut did act in this run
-    monkeypatch.setattr(algorithm, "same_bits", lambda a, b: False)
+    monkeypatch.setattr(trials, "batched_same_bits",
+                        lambda xp, xt, x: np.zeros((xt.shape[0] // x.shape[0], x.shape[0]), dtype=bool))
     slow = solve(problem, td, params, {}, 300)
     assert slow.diagnostics["unchanged_trials"] == 0
     assert fast.history["J"] == slow.history["J"] and fast.history["J_S"] == slow.history["J_S"]
@@ -270,7 +271,10 @@ def test_a_trial_that_changes_no_entry_is_not_recomputed_and_the_run_is_bit_iden
 
 
 def test_same_bits_tells_signed_zeros_apart():
-    from lysep_cli.solvers.lysep.algorithm import same_bits
+    from lysep_cli.accel.trials import batched_same_bits
+
+    def same_bits(a, b):  # one seed, one trial row
+        return bool(batched_same_bits(np, a[None], b[None])[0, 0])
 
     a = np.array([[0.0, 1.0]])
     assert same_bits(a, a.copy()) and not same_bits(a, np.array([[-0.0, 1.0]]))
@@ -279,6 +283,8 @@ def test_same_bits_tells_signed_zeros_apart():
     other = big.copy()
     other[0, 1] = np.nextafter(other[0, 1], np.inf)  # outside the strided sample (every 16th entry)
     assert same_bits(big, big.copy()) and not same_bits(big, other)
+    rows = np.stack([big, other, big])  # three trial rows of one seed: each told apart on its own
+    assert batched_same_bits(np, rows, big[None]).ravel().tolist() == [True, False, True]
 
 
 @pytest.mark.parametrize("pde,d", [("elliptic", 2), ("hyperbolic", 2)])

@@ -12,7 +12,7 @@ import pytest
 
 from lysep_cli.accel import backend as backends
 from lysep_cli.numerics import sigma
-from lysep_cli.accel.pinn import solve_stacked
+from lysep_cli.solvers.pinn import solve_seeds
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.problems import make_problem
@@ -45,7 +45,7 @@ def test_each_seed_of_a_stack_is_the_cpu_solvers_run_bit_for_bit(pde, d, solutio
     problem, data = _data(pde, d, solution)
     params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(3)]
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, problem, data, params0, SETTINGS, 12)
+        stacked = solve_seeds(CPU, problem, data, params0, SETTINGS, 12)
         for p0, got in zip(params0, stacked):
             assert _same(got, pinn.solve(problem, data, p0, SETTINGS, 12))
     assert len(stacked[0].history["J"]) == 13
@@ -55,9 +55,9 @@ def test_a_seed_does_not_depend_on_its_stack():
     """Seed 3 alone == seed 3 in a stack of 10 == seed 3 in the reversed stack, bit for bit."""
     problem, data = _data("hyperbolic", 3, None)
     params0 = {seed: network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)}
-    alone = solve_stacked(CPU, problem, data, [params0[3]], SETTINGS, 10)[0]
-    ten = solve_stacked(CPU, problem, data, [params0[s] for s in range(10)], SETTINGS, 10)
-    backwards = solve_stacked(CPU, problem, data, [params0[s] for s in reversed(range(10))], SETTINGS, 10)
+    alone = solve_seeds(CPU, problem, data, [params0[3]], SETTINGS, 10)[0]
+    ten = solve_seeds(CPU, problem, data, [params0[s] for s in range(10)], SETTINGS, 10)
+    backwards = solve_seeds(CPU, problem, data, [params0[s] for s in reversed(range(10))], SETTINGS, 10)
     assert _same(alone, ten[3]) and _same(alone, backwards[6])
     assert not _same(ten[3], ten[4])  # (the seeds do differ)
 
@@ -72,7 +72,7 @@ def test_divergence_is_decided_per_seed_as_the_cpu_solver_does():
     params0[2] = [(W * 30.0, b * 30.0) for W, b in params0[2]]  # large weights: the step blows up
     settings = {"lr": 0.5}
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, problem, data, params0, settings, 40, sync_every=7)
+        stacked = solve_seeds(CPU, problem, data, params0, settings, 40, sync_every=7)
         cpu = [pinn.solve(problem, data, p0, settings, 40) for p0 in params0]
     assert [r.status for r in cpu].count("diverged") >= 2 and cpu[1].diverged_at == 0
     assert cpu[2].status == "diverged" and cpu[2].diverged_at > 0
@@ -84,7 +84,7 @@ def test_every_seed_diverged_ends_the_run_early_with_the_same_results():
     params0 = [[(W * 1e200, b) for W, b in network.init_params(problem.n_in, 3, 6, seed)] for seed in range(2)]
     seen: list[int] = []
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, problem, data, params0, SETTINGS, 500, progress=lambda k, J: seen.append(k),
+        stacked = solve_seeds(CPU, problem, data, params0, SETTINGS, 500, progress=lambda k, J: seen.append(k),
                                 sync_every=5)
     assert seen == [4]  # one sync, then every seed has stopped
     assert all(r.status == "diverged" and r.diverged_at == 0 and len(r.history["J"]) == 1 for r in stacked)
@@ -94,7 +94,7 @@ def test_progress_gets_every_seeds_loss_at_each_sync():
     problem, data = _data("elliptic", 2, "exp-sin")
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
     seen: list[tuple[int, np.ndarray]] = []
-    out = solve_stacked(CPU, problem, data, params0, SETTINGS, 9, progress=lambda k, J: seen.append((k, J)),
+    out = solve_seeds(CPU, problem, data, params0, SETTINGS, 9, progress=lambda k, J: seen.append((k, J)),
                         sync_every=4)
     assert [k for k, _ in seen] == [3, 7, 8]
     assert np.array_equal(seen[-1][1], [r.history["J"][-1] for r in out])
@@ -152,9 +152,9 @@ def test_gpu_stack_agrees_with_the_cpu_and_a_seed_does_not_depend_on_its_stack()
     gpu = _gpu()
     problem, data = _data("hyperbolic", 3, None, n=200)
     params0 = [network.init_params(problem.n_in, 3, 20, seed) for seed in range(10)]
-    ten = solve_stacked(gpu, problem, data, params0, SETTINGS, 20)
-    alone = solve_stacked(gpu, problem, data, [params0[3]], SETTINGS, 20)[0]
-    backwards = solve_stacked(gpu, problem, data, params0[::-1], SETTINGS, 20)
+    ten = solve_seeds(gpu, problem, data, params0, SETTINGS, 20)
+    alone = solve_seeds(gpu, problem, data, [params0[3]], SETTINGS, 20)[0]
+    backwards = solve_seeds(gpu, problem, data, params0[::-1], SETTINGS, 20)
     from lysep_cli.accel import compare
 
     diffs = {"alone": compare.results(alone, ten[3]), "reversed": compare.results(backwards[6], ten[3])}

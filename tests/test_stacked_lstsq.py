@@ -13,7 +13,7 @@ import scipy.linalg
 
 from lysep_cli.accel import backend as backends
 from lysep_cli.accel import lstsq
-from lysep_cli.accel.lysep import solve_stacked
+from lysep_cli.solvers.lysep.algorithm import solve_seeds
 from lysep_cli.execution.runner import RunKey, execute_stack
 from lysep_cli.numerics import network
 from lysep_cli.numerics import lstsq as nlstsq
@@ -153,9 +153,9 @@ def test_a_seed_is_the_same_alone_in_a_stack_and_reversed(w_solve):
     problem, data = _data("elliptic", 2, "exp-sin")
     params0 = [network.init_params(problem.n_in, 3, 6, seed) for seed in range(10)]
     with np.errstate(all="ignore"):
-        alone = solve_stacked(CPU, problem, data, [params0[3]], PAPER, 6, w_solve=w_solve)[0]
-        ten = solve_stacked(CPU, problem, data, params0, PAPER, 6, w_solve=w_solve)
-        backwards = solve_stacked(CPU, problem, data, params0[::-1], PAPER, 6, w_solve=w_solve, w_workers=1)
+        alone = solve_seeds(CPU, problem, data, [params0[3]], PAPER, 6, w_solve=w_solve)[0]
+        ten = solve_seeds(CPU, problem, data, params0, PAPER, 6, w_solve=w_solve)
+        backwards = solve_seeds(CPU, problem, data, params0[::-1], PAPER, 6, w_solve=w_solve, w_workers=1)
     assert _same(alone, ten[3]) and _same(alone, backwards[6])
     assert alone.diagnostics["W3_solve"] == w_solve
 
@@ -163,7 +163,7 @@ def test_a_seed_is_the_same_alone_in_a_stack_and_reversed(w_solve):
 def test_an_unknown_w_solve_is_refused():
     problem, data = _data("elliptic", 2, "exp-sin")
     with pytest.raises(ValueError, match="w_solve must be one of host, reduced"):
-        solve_stacked(CPU, problem, data, [network.init_params(2, 3, 4, 0)], PAPER, 1, w_solve="device")
+        solve_seeds(CPU, problem, data, [network.init_params(2, 3, 4, 0)], PAPER, 1, w_solve="device")
 
 
 #: the largest relative difference of any J or J_S history entry, reduced against host, over 10 seeds x 3

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from lysep_cli.accel import backend as backends
-from lysep_cli.accel.lysep import solve_stacked
+from lysep_cli.solvers.lysep.algorithm import solve_seeds
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.problems import make_problem
@@ -46,9 +46,9 @@ def _same(a, b) -> bool:
 def _orders(problem, data, params0, settings, sweeps: int, seed: int = 3, **kw) -> tuple:
     """(seed ``seed`` alone, the stack of ``params0``, the reversed stack): the runs seed-order tests compare
     (``kw``: solve_stacked's own, e.g. trial_batch)."""
-    alone = solve_stacked(CPU, problem, data, [params0[seed]], settings, sweeps, **kw)[0]
-    return (alone, solve_stacked(CPU, problem, data, params0, settings, sweeps, **kw),
-            solve_stacked(CPU, problem, data, params0[::-1], settings, sweeps, **kw))
+    alone = solve_seeds(CPU, problem, data, [params0[seed]], settings, sweeps, **kw)[0]
+    return (alone, solve_seeds(CPU, problem, data, params0, settings, sweeps, **kw),
+            solve_seeds(CPU, problem, data, params0[::-1], settings, sweeps, **kw))
 
 
 def _check(pde, d, solution, L, settings, sweeps, seeds=3, change=None):
@@ -57,7 +57,7 @@ def _check(pde, d, solution, L, settings, sweeps, seeds=3, change=None):
     if change:
         change(params0)
     with np.errstate(all="ignore"):
-        stacked = solve_stacked(CPU, problem, data, params0, settings, sweeps)
+        stacked = solve_seeds(CPU, problem, data, params0, settings, sweeps)
         cpu = [algorithm.solve(problem, data, p0, settings, sweeps) for p0 in params0]
     assert [_same(s, c) for s, c in zip(stacked, cpu)] == [True] * seeds
     return cpu
@@ -120,7 +120,7 @@ def test_joint_w3_b3_does_not_depend_on_its_stack_and_diverges_per_seed():
         alone, six, backwards = _orders(problem, data, params0, JOINT, 5)
     assert _same(alone, six[3]) and _same(alone, backwards[2]) and _same(six[2], backwards[3])
     assert (six[2].status, six[2].diverged_at) == ("diverged", 0) and six[3].status == "ok"
-    assert not _same(six[3], solve_stacked(CPU, problem, data, [params0[3]], PAPER, 5)[0])  # joint is not separate
+    assert not _same(six[3], solve_seeds(CPU, problem, data, [params0[3]], PAPER, 5)[0])  # joint is not separate
 
 
 @pytest.mark.parametrize("L,lstsq", [(3, "min-norm"), (3, "basic"), (4, "min-norm")])
@@ -131,8 +131,8 @@ def test_joint_w3_b3_reduced_agrees_with_host_to_round_off(L, lstsq):
     problem, data = _data("elliptic", 2, "exp-sin")
     params0 = [network.init_params(problem.n_in, L, 6, seed) for seed in range(3)]
     settings = {**JOINT, "lstsq": lstsq}
-    host = solve_stacked(CPU, problem, data, params0, settings, 6, w_solve="host")
-    red = solve_stacked(CPU, problem, data, params0, settings, 6, w_solve="reduced")
+    host = solve_seeds(CPU, problem, data, params0, settings, 6, w_solve="host")
+    red = solve_seeds(CPU, problem, data, params0, settings, 6, w_solve="reduced")
     for h, r in zip(host, red):
         assert r.status == h.status == "ok" and r.diagnostics["W3_solve"] == "reduced"
         for k in ("J", "J_S"):
@@ -167,7 +167,7 @@ def test_weights_through_does_not_depend_on_its_stack_and_differs_from_frozen():
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(6)]
     alone, six, backwards = _orders(problem, data, params0, THROUGH, 5)
     assert _same(alone, six[3]) and _same(alone, backwards[2]) and not _same(six[3], six[4])
-    frozen = solve_stacked(CPU, problem, data, [params0[3]], {**THROUGH, "weights": "frozen"}, 5)[0]
+    frozen = solve_seeds(CPU, problem, data, [params0[3]], {**THROUGH, "weights": "frozen"}, 5)[0]
     assert not np.array_equal(alone.history["J_S"], frozen.history["J_S"])
 
 
@@ -185,8 +185,8 @@ def test_the_device_branches_run_joint_and_through_with_the_numpy_bits():
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
     settings = {**THROUGH, "w3_b3": "joint"}
     with lc.counting() as tally:
-        counted = solve_stacked(lc.COUNTING, problem, data, params0, settings, 4, w_solve="reduced")
-    plain = solve_stacked(CPU, problem, data, params0, settings, 4, w_solve="reduced")
+        counted = solve_seeds(lc.COUNTING, problem, data, params0, settings, 4, w_solve="reduced")
+    plain = solve_seeds(CPU, problem, data, params0, settings, 4, w_solve="reduced")
     assert all(_same(a, b) for a, b in zip(counted, plain)) and tally.totals()["launch"] > 0
 
 
@@ -198,9 +198,9 @@ def test_gpu_lysep_stack_is_seed_order_independent_and_near_the_cpu():
         pytest.skip(str(exc))
     problem, data = _data("hyperbolic", 3, None)
     params0 = [network.init_params(problem.n_in, 3, 8, seed) for seed in range(10)]
-    ten = solve_stacked(gpu, problem, data, params0, PAPER, 5)
-    alone = solve_stacked(gpu, problem, data, [params0[3]], PAPER, 5)[0]
-    k1 = solve_stacked(gpu, problem, data, params0, PAPER, 5, trial_batch=1)
+    ten = solve_seeds(gpu, problem, data, params0, PAPER, 5)
+    alone = solve_seeds(gpu, problem, data, [params0[3]], PAPER, 5)[0]
+    k1 = solve_seeds(gpu, problem, data, params0, PAPER, 5, trial_batch=1)
     from lysep_cli.accel import compare
 
     # differences reported as measured numbers (max |delta|, ulps), every comparison made before asserting
@@ -240,7 +240,7 @@ def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings, k):
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(3)]
     params0[1] = [(W * 1e200, b) for W, b in params0[1]]
     np_state = np.seterr(all="ignore")
-    whole = solve_stacked(CPU, problem, data, params0, settings, 9, trial_batch=k)
+    whole = solve_seeds(CPU, problem, data, params0, settings, 9, trial_batch=k)
     ckpt = _MemoryCheckpoint()
 
     def stop_at(n):
@@ -251,9 +251,9 @@ def test_a_stopped_stack_resumes_from_its_checkpoint_bit_for_bit(settings, k):
 
     for n in (4, 7):
         with pytest.raises(KeyboardInterrupt):
-            solve_stacked(CPU, problem, data, params0, settings, 9, progress=stop_at(n), checkpoint=ckpt,
+            solve_seeds(CPU, problem, data, params0, settings, 9, progress=stop_at(n), checkpoint=ckpt,
                           trial_batch=k)
-    resumed = solve_stacked(CPU, problem, data, params0, settings, 9, checkpoint=ckpt, trial_batch=k)
+    resumed = solve_seeds(CPU, problem, data, params0, settings, 9, checkpoint=ckpt, trial_batch=k)
     np.seterr(**np_state)
     assert all(_same(r, w) for r, w in zip(resumed, whole))
     assert resumed[0].diagnostics["resumed_at_sweeps"] == [4, 7] and ckpt.saves == 4 + 3 + 1
@@ -305,7 +305,7 @@ def test_batched_trials_give_each_seed_the_unbatched_run_bit_for_bit(pde, d, sol
     with np.errstate(all="ignore"):
         for k in (1, 2, 3):
             calls.clear()
-            runs[k] = (solve_stacked(CPU, problem, data, params0, settings, 6, trial_batch=k), len(calls), max(calls))
+            runs[k] = (solve_seeds(CPU, problem, data, params0, settings, 6, trial_batch=k), len(calls), max(calls))
     for k in (2, 3):
         assert all(_same(a, b) for a, b in zip(runs[1][0], runs[k][0]))
         assert runs[k][0][0].diagnostics["trial_batch"] == k and runs[k][2] == k
@@ -323,7 +323,7 @@ def test_batched_trials_do_not_make_a_seed_depend_on_its_stack():
     _scaled({1: 1e6, 4: 1e30})(params0)
     with np.errstate(all="ignore"):
         alone, six, backwards = _orders(problem, data, params0, {**PAPER, "tau": 1e-3}, 5, trial_batch=2)
-        unbatched = solve_stacked(CPU, problem, data, params0, {**PAPER, "tau": 1e-3}, 5)
+        unbatched = solve_seeds(CPU, problem, data, params0, {**PAPER, "tau": 1e-3}, 5)
     assert _same(alone, six[3]) and _same(alone, backwards[2]) and _same(six[1], backwards[4])
     assert all(_same(a, b) for a, b in zip(six, unbatched))
 
@@ -333,4 +333,4 @@ def test_a_bad_trial_batch_is_refused():
     params0 = [network.init_params(problem.n_in, 3, 5, 0)]
     for k in (0, 1.5):
         with pytest.raises(ValueError, match="trial_batch"):
-            solve_stacked(CPU, problem, data, params0, PAPER, 1, trial_batch=k)
+            solve_seeds(CPU, problem, data, params0, PAPER, 1, trial_batch=k)

@@ -17,8 +17,8 @@ import pytest
 
 from lysep_cli.accel import backend as backends
 from lysep_cli.accel import padding
-from lysep_cli.accel import pinn as stacked_pinn
-from lysep_cli.accel.lysep import solve_stacked
+from lysep_cli.solvers import pinn as stacked_pinn
+from lysep_cli.solvers.lysep.algorithm import solve_seeds
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData
 from lysep_cli.numerics.problems import make_problem
@@ -63,13 +63,13 @@ def test_lysep_seed_alone_padded_and_in_a_stack_of_10_same_bits_k1_and_k2(pde, d
     seen: list = []
     with np.errstate(all="ignore"):
         runs = {
-            "alone": solve_stacked(CPU, problem, data, [params0[3]], PAPER, 4)[0],
-            "alone padded to 10": solve_stacked(CPU, problem, data, [params0[3]], PAPER, 4, stack_to=10,
+            "alone": solve_seeds(CPU, problem, data, [params0[3]], PAPER, 4)[0],
+            "alone padded to 10": solve_seeds(CPU, problem, data, [params0[3]], PAPER, 4, stack_to=10,
                                                 progress=lambda k, J: seen.append(np.shape(J)))[0],
-            "in a stack of 10": solve_stacked(CPU, problem, data, params0, PAPER, 4)[3],
-            "alone, k = 2": solve_stacked(CPU, problem, data, [params0[3]], PAPER, 4, trial_batch=2)[0],
-            "in a stack of 10, k = 2": solve_stacked(CPU, problem, data, params0, PAPER, 4, trial_batch=2)[3],
-            "padded, k = 2": solve_stacked(CPU, problem, data, [params0[3]], PAPER, 4, trial_batch=2, stack_to=10)[0],
+            "in a stack of 10": solve_seeds(CPU, problem, data, params0, PAPER, 4)[3],
+            "alone, k = 2": solve_seeds(CPU, problem, data, [params0[3]], PAPER, 4, trial_batch=2)[0],
+            "in a stack of 10, k = 2": solve_seeds(CPU, problem, data, params0, PAPER, 4, trial_batch=2)[3],
+            "padded, k = 2": solve_seeds(CPU, problem, data, [params0[3]], PAPER, 4, trial_batch=2, stack_to=10)[0],
         }
     want = _bits(runs["alone"])
     assert {name: _bits(r) == want for name, r in runs.items()} == {name: True for name in runs}
@@ -83,10 +83,10 @@ def test_pinn_seed_alone_padded_and_in_a_stack_of_10_same_bits():
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(10)]
     settings = {"lr": 1.0e-3, "lr_final": 1.0e-4}
     seen: list = []
-    alone = stacked_pinn.solve_stacked(CPU, problem, data, [params0[3]], settings, 20)[0]
-    padded = stacked_pinn.solve_stacked(CPU, problem, data, [params0[3], params0[5]], settings, 20, sync_every=5,
+    alone = stacked_pinn.solve_seeds(CPU, problem, data, [params0[3]], settings, 20)[0]
+    padded = stacked_pinn.solve_seeds(CPU, problem, data, [params0[3], params0[5]], settings, 20, sync_every=5,
                                         stack_to=10, progress=lambda k, J: seen.append(np.shape(J)))
-    ten = stacked_pinn.solve_stacked(CPU, problem, data, params0, settings, 20)
+    ten = stacked_pinn.solve_seeds(CPU, problem, data, params0, settings, 20)
     assert len(padded) == 2 and padded[0].diagnostics["padded_stack"] == 10
     assert _bits(alone) == _bits(padded[0]) == _bits(ten[3]) and _bits(padded[1]) == _bits(ten[5])
     assert seen == [(2,)] * 4
@@ -101,8 +101,8 @@ def test_the_device_branches_pad_to_10_by_default():
     problem, data = _data("hyperbolic", 5)
     params0 = [network.init_params(problem.n_in, 3, 5, seed) for seed in range(2)]
     with np.errstate(all="ignore"), lc.counting():
-        device = solve_stacked(lc.COUNTING, problem, data, params0, PAPER, 3, w_solve="host", trial_batch=1)
+        device = solve_seeds(lc.COUNTING, problem, data, params0, PAPER, 3, w_solve="host", trial_batch=1)
     with np.errstate(all="ignore"):
-        plain = solve_stacked(CPU, problem, data, params0, PAPER, 3, w_solve="host")
+        plain = solve_seeds(CPU, problem, data, params0, PAPER, 3, w_solve="host")
     assert len(device) == 2 and all(r.diagnostics["padded_stack"] == 10 for r in device)
     assert [_bits(r) for r in device] == [_bits(r) for r in plain]

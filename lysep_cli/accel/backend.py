@@ -63,6 +63,10 @@ class Backend:
         return out
 
 
+#: NumPy on this machine's CPU: a run alone (``--device cpu``)
+CPU = Backend("cpu", np)
+
+
 @lru_cache(maxsize=1)
 def stacked_numerics_id() -> str:
     """sha256 (16 hex digits) of the CPU engine's numerics id and this package's sources: records of the stacked

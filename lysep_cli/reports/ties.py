@@ -125,7 +125,7 @@ class Ties:
                 if record.experiment not in self._lysep:
                     self._lysep[record.experiment] = LySepData.build(train.Z, train.coef, train.Y)
                 it = LySepIteration(params0, self._lysep[record.experiment], LySepSettings.coerce(record.settings))
-                return {"J": network.pinn_loss(it.st.params(), train.Z, train.coef, train.Y), "J_S": float(it.J_S)}
+                return {"J": network.pinn_loss(it.st.params(), train.Z, train.coef, train.Y), "J_S": float(it.J_S[0])}
             start = start_network(record.solver, params0, record.settings)
             return {"J": network.pinn_loss(start, train.Z, train.coef, train.Y)}
 
