@@ -59,6 +59,7 @@ import scipy.linalg  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 from lysep_cli.accel import backend as backends  # noqa: E402
+from lysep_cli.store.fingerprint import stacked_numerics_id  # noqa: E402
 from lysep_cli.accel import compare  # noqa: E402
 from lysep_cli.numerics import sigma  # noqa: E402
 from lysep_cli.solvers.pinn import solve_seeds as solve_stacked  # noqa: E402
@@ -1039,8 +1040,8 @@ def main() -> None:
             out(f"(results/paper is not here: the archive's digest, {DIGEST_FINALS.name}, {DIGEST_RATES.name} and "
                 f"{DIGEST_TRIALS.name}, stands in for it)\n")
         out("## 1. The device\n")
-        out("```\n" + json.dumps(be.fingerprint(), indent=1) + "\n```\n")
-        out.figures["device"] = be.fingerprint()
+        out("```\n" + json.dumps(be.fingerprint(stacked_numerics_id()), indent=1) + "\n```\n")
+        out.figures["device"] = be.fingerprint(stacked_numerics_id())
         out.flush()
         paper_dir = ROOT / "results/paper" if archive == DIGEST_FINALS else archive
         smoke = args.smoke

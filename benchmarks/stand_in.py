@@ -38,8 +38,8 @@ class StandIn(backends.Backend):
 
     factor: float = 1.0
 
-    def fingerprint(self) -> dict[str, str]:
-        return {"device": self.device, "numerics": backends.stacked_numerics_id(),
+    def fingerprint(self, numerics: str) -> dict[str, str]:
+        return {"device": self.device, "numerics": numerics,
                 "array_library": f"stand-in (counting numpy {self.xp.__version__})",
                 "gpu": f"stand-in: {self.factor:g} x {CALIBRATED_S * 1e6:.1f} us per launch, upload and sync",
                 "cuda": "none"}

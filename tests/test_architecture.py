@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lysep_cli"
 #: lower layers first; a module may import its own layer and those below it
-LAYERS = ["platform_pin", "numerics", "solvers", "specs", "store", "accel", "execution", "reports", "options", "cli"]
+LAYERS = ["platform_pin", "numerics", "accel", "solvers", "specs", "store", "execution", "reports", "options", "cli"]
 
 
 @lru_cache(maxsize=1)

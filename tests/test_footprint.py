@@ -131,6 +131,7 @@ def test_lysep_keeps_no_rejected_trial_alive(monkeypatch):
     from lysep_cli.numerics.problems import make_problem
     from lysep_cli.numerics.network import init_params
     from lysep_cli.solvers.base import TrainingData
+    from lysep_cli.accel import trials
     from lysep_cli.solvers.lysep.algorithm import LySepIteration, Settings
     from lysep_cli.solvers.lysep.loss import LySepData
 
@@ -139,25 +140,29 @@ def test_lysep_keeps_no_rejected_trial_alive(monkeypatch):
     td = TrainingData.build(P, Z)
     it = LySepIteration(init_params(P.n_in, 3, 6, 0), LySepData.build(Z, td.coef, td.Y), Settings(tau=1.0))
     watched: list[tuple[weakref.ref, weakref.ref]] = []
-    leaks: list[int] = []  # per trial: the earlier rejected trials of its step still alive when it starts
+    leaks: list[int] = []  # per evaluated trial: the earlier rejected trials of its step still alive when it starts
     steps = [0]
-    step = Backtracking.step
+    step, evaluate_rows = Backtracking.step_seeds, trials.BlockTrials.evaluate_rows
 
-    def watching_step(self: Backtracking, J0: float, g2: float, trial: Any) -> tuple[float, Any, float]:
+    def watching_step(self: Backtracking, J0: Any, g2: Any, trial: Any, accept: Any, active: Any = None) -> Any:
         watched.clear()
         steps[0] += 1
 
-        def watched_trial(t: float) -> tuple[float, Any]:
-            leaks.append(sum(s() is not None or e() is not None for s, e in watched))
-            J, payload = trial(t)
+        def watched_trial(t: Any, trying: Any) -> tuple[Any, Any]:
+            J, payload = trial(t, trying)
             st2, terms2 = payload
             if st2 is not it.st:  # not a step that changed no bit (that payload is the current state)
                 watched.append((weakref.ref(st2), weakref.ref(terms2)))
             return J, payload
 
-        return step(self, J0, g2, watched_trial)
+        return step(self, J0, g2, watched_trial, accept, active)
 
-    monkeypatch.setattr(Backtracking, "step", watching_step)
+    def watching_evaluate(self: Any, *args: Any) -> Any:  # where a trial's state is made
+        leaks.append(sum(s() is not None or e() is not None for s, e in watched))
+        return evaluate_rows(self, *args)
+
+    monkeypatch.setattr(Backtracking, "step_seeds", watching_step)
+    monkeypatch.setattr(trials.BlockTrials, "evaluate_rows", watching_evaluate)
     for _ in range(3):
         it.sweep()
     assert len(leaks) > steps[0], "no step needed a second trial: nothing was checked"

@@ -109,9 +109,9 @@ def test_cuda_without_cupy_or_gpu_is_one_clear_line(no_cupy):
 
 
 def test_the_stacked_engine_has_its_own_numerics_id():
-    from lysep_cli.store.fingerprint import numerics_id
+    from lysep_cli.store.fingerprint import numerics_id, stacked_numerics_id
 
-    fp = CPU.fingerprint()
+    fp = CPU.fingerprint(stacked_numerics_id())
     assert fp["device"] == "cpu-stacked" and fp["array_library"].startswith("numpy ")
     assert fp["numerics"].startswith("stacked-") and fp["numerics"] != numerics_id()
 

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lysep_cli.accel import backend
+from lysep_cli.store.fingerprint import stacked_numerics_id
 from lysep_cli.cli import app
 
 from foundation_helpers import LYSEP, PINN, experiment_yaml, experiments_yaml, write_tiny
@@ -57,7 +58,7 @@ def test_cpu_stacked_writes_the_cpu_engines_records_with_its_own_fingerprint(tin
         if rec["solver"] in ("pinn", "lysep"):
             assert rec["versions"]["device"] == "cpu-stacked"
             assert rec["versions"]["array_library"].startswith("numpy ")
-            assert rec["versions"]["numerics"] == backend.stacked_numerics_id() != want[name]["versions"]["numerics"]
+            assert rec["versions"]["numerics"] == stacked_numerics_id() != want[name]["versions"]["numerics"]
             assert rec["diagnostics"]["stacked_seeds"] == 3
         else:  # rfls: the CPU engine's record
             assert "device" not in rec["versions"] and rec["versions"] == want[name]["versions"]

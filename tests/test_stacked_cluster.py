@@ -22,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lysep_cli.accel import backend
+from lysep_cli.store.fingerprint import stacked_numerics_id
 from lysep_cli.cli import app
 from lysep_cli.execution import cluster, runner
 from lysep_cli.specs import load_specs
@@ -93,7 +94,7 @@ def test_stacks_on_workers_are_the_local_stacks_records(tmp_path, gpu_like_clust
             assert "device" not in rec["versions"]
         else:
             assert rec["versions"]["device"] == "cpu-stacked" and rec["diagnostics"]["stacked_seeds"] == 3
-            assert rec["versions"]["numerics"] == backend.stacked_numerics_id()
+            assert rec["versions"]["numerics"] == stacked_numerics_id()
     for name in got:
         npz = name[:-len(".json")] + ".npz"
         assert (tmp_path / "dask" / npz).read_bytes() == (tmp_path / "local" / npz).read_bytes()
@@ -178,7 +179,7 @@ def _session(answers):
 
 
 def test_workers_that_run_the_device_otherwise_are_refused_up_front():
-    gpu = {"device": "cuda", "numerics": backend.stacked_numerics_id(), "array_library": "cupy 13.6.0",
+    gpu = {"device": "cuda", "numerics": stacked_numerics_id(), "array_library": "cupy 13.6.0",
            "gpu": "NVIDIA H200", "cuda": "12.8"}
     assert _session({"tcp://a:1": gpu, "tcp://b:1": dict(gpu)})._check_device(1) == gpu
     with pytest.raises(cluster.ClusterError, match=r"1 of 2 dask worker\(s\) run --device cuda unlike tcp://a:1 "
@@ -195,7 +196,7 @@ def test_workers_that_run_the_device_otherwise_are_refused_up_front():
 class _LaterWorker:
     """A cluster session for cpu-stacked whose stack was made on a worker with another NumPy build's name."""
 
-    device_facts = backend.resolve("cpu-stacked").fingerprint()
+    device_facts = backend.resolve("cpu-stacked").fingerprint(stacked_numerics_id())
 
     def __init__(self, spec, keys):
         self.made = runner.execute_stack(spec, keys, 4, "cpu-stacked")

@@ -1,7 +1,7 @@
-"""The stacked solvers: a cell's seeds trained together, with a leading seed axis S, on NumPy or CuPy.
-
-``backend.py`` resolves the array library (``--device``); ``pinn.py`` and ``lysep.py`` are the stacked PINN-GD
-and LySep solvers on the one channel engine (lysep_cli/numerics/channels.py and network.py, whose arrays take
-a leading seed axis; sigma on a device: numerics/sigma.py); their step rule is lysep_cli/solvers/steps.py
-(docs/engine.md, docs/gpu.md).
+"""What a device adds to the one engine: the array library (``backend.py``, ``--device``), host/device
+transfers and W_L's systems brought to the host (``lstsq.py``), a stack padded to the device's batch shape
+(``padding.py``), a block's first backtracking trials evaluated at once (``trials.py``), PINN's networks
+stacked on the device and its masked update as one kernel (``pinn.py``), and the numbers' comparison between
+devices (``compare.py``).  The solvers themselves are written once, for S seeds on any of them
+(solvers/pinn.py, solvers/lysep/algorithm.py; docs/engine.md, docs/gpu.md).
 """

@@ -14,17 +14,13 @@ version, and a numerics id of its own (the stacked engine's sources with the CPU
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from lysep_cli.store.fingerprint import numerics_id
 
 DEVICES = ("cpu", "cpu-stacked", "cuda")
 STACKED_DEVICES = ("cpu-stacked", "cuda")
@@ -49,9 +45,10 @@ class Backend:
         """A device array back on the host as NumPy."""
         return a.get() if hasattr(a, "get") and self.xp is not np else np.asarray(a)
 
-    def fingerprint(self) -> dict[str, str]:
-        """The entries a record made on this backend adds to (or replaces in) the platform fingerprint."""
-        out = {"device": self.device, "numerics": stacked_numerics_id(),
+    def fingerprint(self, numerics: str) -> dict[str, str]:
+        """The entries a record made on this backend adds to (or replaces in) the platform fingerprint;
+        ``numerics``: the stacked engine's numerics id (store/fingerprint.stacked_numerics_id)."""
+        out = {"device": self.device, "numerics": numerics,
                "array_library": f"{self.xp.__name__} {self.xp.__version__}"}
         if self.xp is not np:
             rt = self.xp.cuda.runtime
@@ -65,17 +62,6 @@ class Backend:
 
 #: NumPy on this machine's CPU: a run alone (``--device cpu``)
 CPU = Backend("cpu", np)
-
-
-@lru_cache(maxsize=1)
-def stacked_numerics_id() -> str:
-    """sha256 (16 hex digits) of the CPU engine's numerics id and this package's sources: records of the stacked
-    engine never share a numerics id with the CPU engine's (their bits differ in the last places)."""
-    h = hashlib.sha256(numerics_id().encode())
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return "stacked-" + h.hexdigest()[:16]
 
 
 def resolve(device: str) -> Backend:

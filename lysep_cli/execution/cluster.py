@@ -59,7 +59,7 @@ from lysep_cli.numerics.network import Params
 from lysep_cli.solvers import stacks
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store.fingerprint import (DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, pins_not_in_force,
-                                         same_platform)
+                                         same_platform, stacked_numerics_id)
 from lysep_cli.store.schema import RunRecord
 
 ENV_VAR = "LYSEP_SCHEDULER"
@@ -281,7 +281,7 @@ def worker_device(device: str) -> dict[str, str] | str:
     """What a record of ``device`` made on this worker adds to the fingerprint (the device, array library,
     GPU model, CUDA runtime, stacked numerics id: lysep_cli/accel/backend.py), or why it cannot run here."""
     try:
-        return backend.resolve(device).fingerprint()
+        return backend.resolve(device).fingerprint(stacked_numerics_id())
     except backend.DeviceUnavailable as exc:
         return str(exc)
 
@@ -435,7 +435,7 @@ class Session:
                                "workers\")")
         first = sorted(theirs)[0]
         keys = ("numerics",) + DEVICE_KEYS
-        facts = {**theirs[first], "numerics": backend.stacked_numerics_id()}  # this machine's stacked engine
+        facts = {**theirs[first], "numerics": stacked_numerics_id()}  # this machine's stacked engine
         other = {w: differing(facts, f, keys) for w, f in theirs.items() if differing(facts, f, keys)}
         if other:
             worker, diff = sorted(other.items())[0]

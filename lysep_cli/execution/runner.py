@@ -37,7 +37,8 @@ from lysep_cli.solvers.base import SolveResult, copy_params, diverged, initial_n
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import checkpoint as checkpoints
 from lysep_cli.store import records
-from lysep_cli.store.fingerprint import DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, same_platform
+from lysep_cli.store.fingerprint import (DEVICE_KEYS, EXACT_KEYS, differing, fingerprint, same_platform,
+                                         stacked_numerics_id)
 from lysep_cli.store.schema import (Expected, Final, NewerRecordError, RecordError, RunRecord,
                                     describe_difference, differences, expected, jsonable)
 
@@ -177,7 +178,7 @@ def execute_stack(spec: ExperimentSpec, keys: list[RunKey], iterations: int, dev
     solve_stacked = stacked_solver(solver)
     params0 = [initial_network(settings, train.Z.shape[0], key.L, key.M, key.seed) for key in keys]
     numba_for_run(keys[0].M * spec.n_train, NUMBA_UP_TO.get(solver))  # the same bits either way
-    versions = {**fingerprint(), **be.fingerprint()}
+    versions = {**fingerprint(), **be.fingerprint(stacked_numerics_id())}
     start, cpu_start = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1), np.errstate(all="ignore"):
         resume = ({"checkpoint": _stack_checkpoint(spec, keys, iterations, results_dir, versions)}

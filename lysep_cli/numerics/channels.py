@@ -1,7 +1,7 @@
 """The derivative-channel engine: forward channels, the fit matrix B and their adjoints, any L >= 2, with an
 optional leading seed axis S and any array namespace xp (NumPy or CuPy).
 
-PINN (network.py), LySep (solvers/lysep/loss.py, accel/lysep.py) and the Jacobian baselines (jacobian.py)
+PINN (network.py), LySep (solvers/lysep/loss.py) and the Jacobian baselines (jacobian.py)
 all use it.  Hidden layer l carries the paper's auxiliary quantities (`eq:var_a`, `eq:var_d`, `eq:var_q`)
 
     a_l  = W_l sigma(a_{l-1}) + b_l 1^T                                     (M, N)

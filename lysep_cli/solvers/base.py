@@ -106,8 +106,8 @@ class Capabilities:
     seed_free : the run does not depend on the seed (``params0`` unused, e.g. poly): one run, the first seed
         asked for, stands for every seed (planned alone, and counted as the cell's one requested seed).
     stacks : "module:function" of the solve that trains a cell's S seeds in one stack on NumPy or CuPy
-        (lysep_cli/accel; ``lysep run --device cpu-stacked | cuda``), called as
-        ``solve_stacked(backend, problem, data, params0 (S networks), settings, iterations, progress)`` (and
+        (a seed axis, lysep_cli/accel for the device; ``lysep run --device cpu-stacked | cuda``), called as
+        ``solve_seeds(backend, problem, data, params0 (S networks), settings, iterations, progress)`` (and
         ``checkpoint=`` where ``checkpoint``), one SolveResult per seed, each seed's the run alone's; "" (the
         default): the solver trains one seed at a time.
     on_host : a solver that does not stack runs on a stacked device anyway, one seed at a time on the host's

@@ -5,8 +5,9 @@ on a block of variables and decides its length (LySep: one rule object per block
 state).  The solver's loop calls them; it never re-reads the settings.
 
 :class:`Backtracking` has a seed axis: its state is one entry per seed of a stack (S seeds, S = 1 for a run
-alone), :meth:`Backtracking.step_seeds` takes one step for every seed at once (the stacked LySep,
-lysep_cli/accel/lysep.py) and :meth:`Backtracking.step` is the same rule for a run alone (S = 1).
+alone), :meth:`Backtracking.step_seeds` takes one step for every seed at once (LySep's sweep,
+solvers/lysep/algorithm.py, at any S) and :meth:`Backtracking.step` is the same rule for a caller with one
+scalar loss (varpro).
 """
 
 from __future__ import annotations

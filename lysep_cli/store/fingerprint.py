@@ -27,7 +27,7 @@ from typing import Mapping
 from lysep_cli.platform_pin import cpu_model
 
 #: the modules a run's numbers come from (the data set has its own hash in each record)
-NUMERIC_SOURCES = ("numerics/*.py", "solvers/*.py", "solvers/lysep/*.py")
+NUMERIC_SOURCES = ("numerics/*.py", "accel/*.py", "solvers/*.py", "solvers/lysep/*.py")
 
 #: packages whose version is hashed into the numerics id: numba compiles σ's sin/cos and the fit sums
 #: (lysep_cli/numerics/fused.py, sincos.py; which runs use it: ``sincos.NUMBA_UP_TO``, in those sources)
@@ -104,6 +104,18 @@ def numerics_id() -> str:
         h.update(path.read_bytes())
     h.update(compiler_versions().encode())
     return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def stacked_numerics_id() -> str:
+    """The numerics id of a record made with a seed axis (``--device cpu-stacked`` or ``cuda``): "stacked-" and
+    16 hex digits of sha256 over :func:`numerics_id` and lysep_cli/accel's sources, so such a record never
+    shares a numerics id with a run alone's (on a device their bits differ in the last places)."""
+    h = hashlib.sha256(numerics_id().encode())
+    for path in sorted((Path(__file__).resolve().parents[1] / "accel").glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return "stacked-" + h.hexdigest()[:16]
 
 
 def compiler_versions() -> str:

@@ -79,7 +79,7 @@ class Settings(SolverSettings):
 
     def step_rules(self, blocks: tuple[str, ...] = GRADIENT_BLOCKS, seeds: int = 1) -> dict[str, StepRule]:
         """A fresh step rule per gradient block (the rules keep their own step sizes); a backtracking rule
-        holds one state per seed of a stack of ``seeds`` (lysep_cli/accel/lysep.py)."""
+        holds one state per seed of a stack of ``seeds``."""
         if self.step_rule == "fixed":
             return {b: FixedStep(self.tau) for b in blocks}
         return {b: Backtracking(self.tau, self.grow, self.shrink, self.armijo, self.max_tries, self.backoff_max,
@@ -495,8 +495,8 @@ def lysep_result(params: Params, params0: Params, hist_J: list[float], hist_JS: 
                  last_rank: int | None, counters: dict[str, Any], seconds_per_iteration: float,
                  before: tuple[float, float], engine: dict[str, Any] | None = None) -> SolveResult:
     """One seed's SolveResult: its network and histories, the bound check J <= factor J_S, the diagnostics; for
-    a run alone (:func:`solve`) and for each seed of a stack (lysep_cli/accel/lysep.py, whose ``engine`` entries,
-    W3_solve and trial_batch, follow the W_3 system's condition).  ``loop``: violations, first_violation (None:
+    each seed of :func:`solve_seeds` (``engine``: its entries W3_solve and trial_batch, recorded for a stack,
+    follow the W_3 system's condition).  ``loop``: violations, first_violation (None:
     none), worst_ratio, J_first_solve (None: no sweep made), cond_first, resumed_at (the sweeps a checkpoint
     resumed at; ``before``: the (wall, CPU) seconds spent before), with lstsq "basic" rank_first and rank_min;
     ``counters``: accepted_steps, unchanged_trials, trials, final_step_sizes."""

@@ -406,7 +406,7 @@ def _rho(wt: Weights, x: str, l: int) -> np.ndarray:
 
 
 def frozen_gradient(block: str, st: LySepState, data: LySepData, terms: Terms, wt: Weights) -> np.ndarray:
-    """dJ_S / d(block) with omega and D held fixed, the block's shape; one seed, or a stack (accel/lysep.py:
+    """dJ_S / d(block) with omega and D held fixed, the block's shape; one seed, or a stack (algorithm.py:
     every variable, rho and the per-seed scalars with a leading seed axis)."""
     xp, L, N = st.xp, st.L, data.N
     c = 2.0 / N

@@ -113,7 +113,7 @@ def paper_grouping(st, data) -> Weights:
 
 def backward_pass(L: int, w: dict, w1, nd: dict, nq: dict, S, kj, hS, k: float, xp=np) -> tuple[dict, dict, dict, dict]:
     """rho_a, rho_d, rho_q and the tape (gT, gP, gS, gR) per layer by the backward pass (module docstring), for
-    one seed or a stack of them (accel/lysep.py: a leading seed axis): w {l: ||W_l||^2, a float or (S,)},
+    one seed or a stack of them (a leading seed axis): w {l: ||W_l||^2, a float or (S,)},
     w1 ((S,) n_in), nd {l: ((S,) n_in, N)}, nq {l: ((S,) |S|, N)}; S the second-derivative inputs, kj (n_in, 1)
     and hS (|S|, 1) their |K_j|^2 and |K-hat_j|^2, k = |K|^2."""
     dh = derivative_bounds(L, w, w1)
