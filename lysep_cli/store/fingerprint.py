@@ -89,6 +89,12 @@ SAME_BITS_AS: dict[str, str] = {
     # (updates.solve_W3, numerics/lstsq.py); measured: LySep's cheapest archived run of the four paper
     # experiments, pinn's, rfls's (parabolic-5d) and varpro-lm's (elliptic-2d) bit-identical at --level exact
     "6e4669b1d41ab87f": "abee53243e14febb",
+    # issue 53's sweep: one LySepIteration and one driver (solve_seeds) for a run alone and a stack, one PINN
+    # driver; a run alone keeps no seed axis and takes every trial its seed accepts as it is; accel/*.py joins
+    # the numerics sources (a run alone's trials go through accel/trials.py); measured: the CI's 11 exact
+    # reruns and LySep's cheapest archived run of elliptic-10d, parabolic-5d, hyperbolic-5d bit-identical at
+    # --level exact (2026-12-07)
+    "ff2d922dc237d8d6": "abee53243e14febb",
 }
 
 
