@@ -262,3 +262,20 @@ def test_each_seed_of_a_stack_of_10_and_of_1_is_its_run_alone(name, problem_data
         assert all(np.array_equal(run.history[k], want.history[k], equal_nan=True) for k in want.history)
         for (Wa, ba), (Wb, bb) in zip(run.params, want.params):
             assert np.array_equal(Wa, Wb) and np.array_equal(ba, bb)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not solver_def(n).capabilities.seed_free])
+def test_first_values_are_the_runs_first_history_entries(name, problem_data):
+    """The registry's ``first_values`` (what ``lysep verify`` ties a record to its seed by) is each solver's
+    J[0] (and LySep's J_S[0]) from the same seeded network, bit for bit; another seed's differ.  (A seed-free
+    solver, poly, has nothing to tie.)"""
+    from lysep_cli.solvers import first_values
+
+    problem, train = problem_data
+    with np.errstate(all="ignore"):
+        params0, res = solve(name, problem_data)
+        first = first_values(name, train, params0, settings_of(name))
+        other = first_values(name, train, init_params(problem.n_in, depth(name), 5, seed=3), settings_of(name))
+    assert set(first) == {"J"} | ({"J_S"} if res.history.get("J_S") else set())
+    assert all(first[k] == res.history[k][0] for k in first)
+    assert other["J"] != first["J"]

@@ -7,9 +7,9 @@ its run, in milliseconds and without training:
 seed
     Every network run starts from the seeded network (``network.init_params(n_in, L, M, seed)``), so its
     first recorded values are a function of the seed: the history's J[0] (the PINN loss of the starting
-    network) and, for LySep, J_S[0].  They are recomputed with the solvers' own code (the starting network
-    of each solver, :func:`start_network`: rfm rescales the seeded hidden layer, LySep builds its first
-    state; ``network.pinn_loss``, LySep's ``LySepIteration``) and must agree within
+    network) and, for LySep, J_S[0].  They are recomputed with the solvers' own code (the registry's
+    ``first_values``: the PINN loss of the seeded network; rfm rescales its hidden layer first, LySep builds
+    its first state) and must agree within
     :data:`SEED_TOLERANCE` (bit-identical on the archive: measured, docs/archive.md).  A record whose
     first values are another seed's is named with that seed (a copy or a swap).  Seed-free solvers
     (poly) have nothing to tie.
@@ -44,7 +44,7 @@ import multiprocessing as mp
 import os
 from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -54,11 +54,8 @@ from threadpoolctl import threadpool_limits
 from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import TrainingData, experiment_data, problem_of
 from lysep_cli.numerics.network import Params
-from lysep_cli.solvers import rfm, solver_def
+from lysep_cli.solvers import first_values, solver_def
 from lysep_cli.solvers.base import initial_network
-from lysep_cli.solvers.lysep.algorithm import LySepIteration
-from lysep_cli.solvers.lysep.algorithm import Settings as LySepSettings
-from lysep_cli.solvers.lysep.loss import LySepData
 from lysep_cli.specs import ExperimentSpec
 from lysep_cli.store import records
 from lysep_cli.store.schema import RunRecord
@@ -86,14 +83,6 @@ def seeded_network(record: RunRecord, n_in: int, seed: int) -> Params:
                            seed)
 
 
-def start_network(solver: str, params0: Params, settings: dict[str, Any]) -> Params:
-    """The network a solver's history J[0] is the PINN loss of: the seeded ``params0``, or rfm's rescaled
-    features (:func:`lysep_cli.solvers.rfm.features`)."""
-    if solver == "rfm":
-        return rfm.features(params0, rfm.Settings.coerce(settings).sigma)
-    return params0
-
-
 def _rel(new: float, old: float | None) -> float:
     if old is None or not math.isfinite(new):
         return 0.0 if old is None and not math.isfinite(new) else math.inf
@@ -104,11 +93,9 @@ def _rel(new: float, old: float | None) -> float:
 
 @dataclass
 class Ties:
-    """The tie checks of the records of one results directory (the LySep data of each experiment built
-    once: its first J_S costs one evaluation of LySep's terms)."""
+    """The tie checks of the records of one results directory."""
 
     specs: dict[str, ExperimentSpec]
-    _lysep: dict[str, LySepData] = field(default_factory=dict)
 
     def training(self, experiment: str) -> tuple[TrainingData, int]:
         """The spec's training data (what the runner trains on) and the network's number of inputs."""
@@ -121,13 +108,7 @@ class Ties:
         train, n_in = self.training(record.experiment)
         params0 = seeded_network(record, n_in, record.seed if seed is None else seed)
         with threadpool_limits(limits=1), np.errstate(all="ignore"):
-            if record.solver == "lysep":  # as lysep.algorithm.solve starts: its first state, then J
-                if record.experiment not in self._lysep:
-                    self._lysep[record.experiment] = LySepData.build(train.Z, train.coef, train.Y)
-                it = LySepIteration(params0, self._lysep[record.experiment], LySepSettings.coerce(record.settings))
-                return {"J": network.pinn_loss(it.st.params(), train.Z, train.coef, train.Y), "J_S": float(it.J_S[0])}
-            start = start_network(record.solver, params0, record.settings)
-            return {"J": network.pinn_loss(start, train.Z, train.coef, train.Y)}
+            return first_values(record.solver, train, params0, record.settings)
 
     def seed_problem(self, record: RunRecord, seeds: Sequence[int] = ()) -> str | None:
         """Why the record's first values are not its seed's (None when they are); ``seeds``: those of the
@@ -324,7 +305,7 @@ def tie_failures(specs: dict[str, ExperimentSpec], pool: list[RunRecord], result
 TieCheck = tuple[RunRecord, Path, "tuple[float, int | None] | None", list[int]]
 """One record's tie check: (record, its results directory, its tolerance rule, the seeds of its cell)."""
 
-_WORKER_TIES: Ties | None = None  # a worker process's Ties (its data and LySep data built once)
+_WORKER_TIES: Ties | None = None  # a worker process's Ties
 
 
 def record_problem(ties: Ties, record: RunRecord, results: Path, rule: tuple[float, int | None] | None,

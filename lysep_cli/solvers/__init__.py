@@ -8,8 +8,9 @@ method), else the module's ``Settings``.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Callable
+from typing import Any, Callable
 
+from lysep_cli.numerics.network import Params, pinn_loss
 from lysep_cli.solvers.base import Capabilities, Solver, SolverDef, SolveResult, TrainingData
 from lysep_cli.solvers.settings import SettingsError, SolverSettings
 
@@ -61,11 +62,22 @@ def stacked_solver(name: str) -> Callable[..., list[SolveResult]]:
     return getattr(import_module(module_name), func)
 
 
+def first_values(name: str, data: TrainingData, params0: Params, settings: Any) -> dict[str, float]:
+    """The values a run of solver ``name`` from the seeded network ``params0`` begins its histories with
+    (``Capabilities.first_values``; by default {"J": the PINN loss of params0}); ``settings`` a mapping or
+    the solver's Settings."""
+    entry = solver_def(name).capabilities.first_values
+    if not entry:
+        return {"J": pinn_loss(params0, data.Z, data.coef, data.Y)}
+    module_name, _, func = entry.partition(":")
+    return getattr(import_module(module_name), func)(data, params0, settings)
+
+
 def get_solver(name: str) -> Solver:
     """The solve function registered under ``name`` (ValueError for an unknown name)."""
     return solver_def(name).solve
 
 
-__all__ = ["SOLVERS", "PAPER_SOLVERS", "get_solver", "seeds_of", "solver_def", "stacked_solver", "stacks", "Solver",
+__all__ = ["SOLVERS", "PAPER_SOLVERS", "first_values", "get_solver", "seeds_of", "solver_def", "stacked_solver", "stacks", "Solver",
            "SolverDef", "SolveResult",
            "SettingsError", "SolverSettings", "TrainingData"]

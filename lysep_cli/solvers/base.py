@@ -110,6 +110,10 @@ class Capabilities:
         ``solve_seeds(backend, problem, data, params0 (S networks), settings, iterations, progress)`` (and
         ``checkpoint=`` where ``checkpoint``), one SolveResult per seed, each seed's the run alone's; "" (the
         default): the solver trains one seed at a time.
+    first_values : "module:function" of the values a run's histories begin with, called as
+        ``first_values(data, params0, settings)`` -> {"J": J[0], and LySep's "J_S": J_S[0]} from the seeded
+        network (``lysep verify`` ties a record to its seed by them); "" (the default): J[0] is the PINN loss
+        of ``params0`` itself.
     on_host : a solver that does not stack runs on a stacked device anyway, one seed at a time on the host's
         CPU engine (rfls, rfm: one least-squares solve each, whose pivoted-QR / gelsd solve has no exact CuPy
         counterpart); False: a stacked device refuses it.
@@ -119,6 +123,7 @@ class Capabilities:
     round_off_stable: bool = False
     seed_free: bool = False
     stacks: str = ""
+    first_values: str = ""
     on_host: bool = False
 
 

@@ -22,14 +22,14 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lysep_cli.numerics.network import Params
+from lysep_cli.numerics.network import Params, pinn_loss
 from lysep_cli.numerics.problems import Problem
 from lysep_cli.solvers.base import Capabilities, Progress, SolveResult, TrainingData
 from lysep_cli.solvers.rfls import LSTSQ_DOC, solve_output_layer
 from lysep_cli.solvers.settings import SolverSettings, setting
 
 #: one least-squares solve, like rfls
-CAPABILITIES = Capabilities(round_off_stable=True, on_host=True)
+CAPABILITIES = Capabilities(round_off_stable=True, on_host=True, first_values="lysep_cli.solvers.rfm:first_values")
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ def features(params0: Params, sigma: float) -> Params:
     (W1, b1), (W2, b2) = params0
     root_M = math.sqrt(W1.shape[0])
     return [(W1 * (sigma * root_M), b1 * (math.pi * root_M)), (W2.copy(), b2.copy())]
+
+
+def first_values(data: TrainingData, params0: Params, settings: Settings | dict[str, Any]) -> dict[str, float]:
+    """{"J": J[0]}: the PINN loss of the seeded network with its hidden layers rescaled (:func:`features`),
+    the network rfm's history starts from."""
+    return {"J": pinn_loss(features(params0, Settings.coerce(settings).sigma), data.Z, data.coef, data.Y)}
 
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],

@@ -37,7 +37,8 @@ from lysep_cli.solvers.steps import Backtracking, FixedStep, StepRule
 
 
 #: resumes from a checkpoint; amplifies round-off from sweep to sweep (docs/reproducibility.md)
-CAPABILITIES = Capabilities(checkpoint=True, stacks="lysep_cli.solvers.lysep.algorithm:solve_seeds")
+CAPABILITIES = Capabilities(checkpoint=True, stacks="lysep_cli.solvers.lysep.algorithm:solve_seeds",
+                            first_values="lysep_cli.solvers.lysep.algorithm:first_values")
 
 
 def block_order(L: int) -> tuple[str, ...]:
@@ -366,6 +367,13 @@ def _relative_move(new: np.ndarray, old: np.ndarray) -> float:
 
 #: the per-seed loop values a checkpoint keeps as arrays, beside the histories and the iteration's state
 _LOOP_ARRAYS = ("worst", "violations", "first_violation", "J_first", "cond_first", "diverged_at", "running", "J")
+
+
+def first_values(data: TrainingData, params0: Params, settings: Settings | dict[str, Any]) -> dict[str, float]:
+    """{"J": J[0], "J_S": J_S[0]}: the PINN loss and J_S of the first state (the auxiliary variables at their
+    forward values), as :func:`solve` starts."""
+    it = LySepIteration(params0, LySepData.build(data.Z, data.coef, data.Y), Settings.coerce(settings))
+    return {"J": float(it.pinn_loss(ChannelPlan.build(data.coef))[0]), "J_S": float(it.J_S[0])}
 
 
 def solve(problem: Problem, data: TrainingData, params0: Params, settings: Settings | dict[str, Any],
