@@ -93,8 +93,9 @@ SAME_BITS_AS: dict[str, str] = {
     # driver; a run alone keeps no seed axis and takes every trial its seed accepts as it is; accel/*.py joins
     # the numerics sources (a run alone's trials go through accel/trials.py); measured: the CI's 11 exact
     # reruns and LySep's cheapest archived run of elliptic-10d, parabolic-5d, hyperbolic-5d bit-identical at
-    # --level exact (2026-12-07)
-    "ff2d922dc237d8d6": "abee53243e14febb",
+    # --level exact (2026-12-07); and with each solver's first values in the registry (Capabilities.first_values:
+    # rfm's and LySep's, code moved from reports/ties.py)
+    "18635f2dfc8f2866": "abee53243e14febb",
 }
 
 
