@@ -7,7 +7,8 @@ One worker process per tree (each imports its own ``lysep_cli``), both kept warm
 repetition the two are asked in turn (base, new, alternating which goes first) for the records' CPU
 seconds (``execute``, diagnostics.cpu_seconds) of a run of ``a`` and of ``b`` iterations, and a cell's
 per-iteration time is (cpu(b) - cpu(a)) / (b - a): the set-up and the first iteration's compilation drop
-out.  The new tree runs on ``--device`` (cpu: the run alone; cpu-stacked: a stack of one seed, S = 1).
+out.  The new tree runs on ``--device`` (cpu: the run alone; cpu-stacked: a stack of ``--seeds`` S seeds, 1 by
+default, its CPU per seed; ``--base .`` then measures what stacking a cell's seeds saves on this tree).
 Output: per cell the median over repetitions of each tree's ms per iteration and of their ratio new/base,
 and the ratio over the cells weighted by each cell's share of the archive's CPU-hours for that solver
 (results/paper's records, the sixteen paper cells by default).
@@ -36,11 +37,11 @@ from lysep_cli.specs import load_specs
 specs = load_specs(sys.argv[1] + "/experiments.yaml")
 for line in sys.stdin:
     q = json.loads(line)
-    key = runner.RunKey(q["solver"], q["L"], q["M"], 0)
+    keys = [runner.RunKey(q["solver"], q["L"], q["M"], seed) for seed in range(q["seeds"])]
     if q["device"] == "cpu":
-        rec, _ = runner.execute(specs[q["exp"]], key, q["iterations"])
-    else:
-        [(rec, _)] = runner.execute_stack(specs[q["exp"]], [key], q["iterations"], q["device"])
+        rec, _ = runner.execute(specs[q["exp"]], keys[0], q["iterations"])
+    else:  # a stack's record holds its CPU seconds divided by its seeds: the CPU per seed
+        (rec, _), *_ = runner.execute_stack(specs[q["exp"]], keys, q["iterations"], q["device"])
     print(json.dumps(rec.diagnostics["cpu_seconds"]), flush=True)
 """
 
@@ -53,14 +54,15 @@ class Worker:
         self.proc = subprocess.Popen([sys.executable, "-c", WORKER, str(tree)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
 
-    def cpu(self, exp: str, solver: str, L: int, M: int, iterations: int, device: str) -> float:
-        q = dict(exp=exp, solver=solver, L=L, M=M, iterations=iterations, device=device)
+    def cpu(self, exp: str, solver: str, L: int, M: int, iterations: int, device: str, seeds: int = 1) -> float:
+        q = dict(exp=exp, solver=solver, L=L, M=M, iterations=iterations, device=device, seeds=seeds)
         self.proc.stdin.write(json.dumps(q) + "\n")
         self.proc.stdin.flush()
         return float(self.proc.stdout.readline())
 
-    def per_iteration(self, exp: str, solver: str, L: int, M: int, a: int, b: int, device: str) -> float:
-        return (self.cpu(exp, solver, L, M, b, device) - self.cpu(exp, solver, L, M, a, device)) / (b - a)
+    def per_iteration(self, exp: str, solver: str, L: int, M: int, a: int, b: int, device: str,
+                      seeds: int = 1) -> float:
+        return (self.cpu(exp, solver, L, M, b, device, seeds) - self.cpu(exp, solver, L, M, a, device, seeds)) / (b - a)
 
 
 def archive_cells(solver: str) -> dict[tuple[str, int, int], tuple[float, float]]:
@@ -83,7 +85,9 @@ def main() -> None:
     ap.add_argument("--cells", nargs="*", help="experiment:L:M (default: the archive's paper cells)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=1.5, help="CPU seconds per measured (b - a) span")
-    ap.add_argument("--device", default="cpu", help="the new tree's device: cpu | cpu-stacked (S = 1)")
+    ap.add_argument("--device", default="cpu", help="the new tree's device: cpu | cpu-stacked (a stack of --seeds)")
+    ap.add_argument("--seeds", type=int, default=1, help="cpu-stacked: the stack's seeds S (its CPU per seed is "
+                                                          "compared with one run alone)")
     args = ap.parse_args()
     base, new = Worker(args.base.resolve()), Worker(ROOT)
     for solver in args.solvers.split(","):
@@ -96,12 +100,14 @@ def main() -> None:
             span = max(2, round(args.seconds / per_it))
             a, b = 1, 1 + span
             for w in (base, new):  # warm: imports, numba's compilation at this size
-                w.per_iteration(exp, solver, L, M, 1, 2, "cpu" if w is base else args.device)
+                w.per_iteration(exp, solver, L, M, 1, 2, "cpu" if w is base else args.device,
+                                1 if w is base else args.seeds)
             tb, tn = [], []
             for rep in range(args.reps):
                 order = (base, new) if rep % 2 == 0 else (new, base)
                 for w in order:
-                    t = w.per_iteration(exp, solver, L, M, a, b, "cpu" if w is base else args.device)
+                    t = w.per_iteration(exp, solver, L, M, a, b, "cpu" if w is base else args.device,
+                                        1 if w is base else args.seeds)
                     (tb if w is base else tn).append(t)
             ratio = statistics.median(n / o for n, o in zip(tn, tb))
             rows.append((exp, L, M, h, statistics.median(tb), statistics.median(tn), ratio))
