@@ -41,7 +41,6 @@ import logging
 import os
 import queue as queue_mod
 import signal
-import sys
 import threading
 import time
 import uuid

@@ -78,13 +78,6 @@ class RichReporter(Reporter):
 
     def failed(self, key: RunKey, error: str) -> None:
         self.active.pop(key, None)
-        self.progress.console.print(f"{key.label()}: FAILED, no record written: {error}", highlight=False,
-                                    markup=False)
-        self.progress.advance(self.task)
-        self._draw(force=True)
-
-    def failed(self, key: RunKey, error: str) -> None:
-        self.active.pop(key, None)
         self.failures += 1
         self.progress.console.print(f"[red]{key.label()}: FAILED: {escape(error)}[/red]", highlight=False)
         self.progress.advance(self.task)

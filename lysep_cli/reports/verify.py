@@ -51,7 +51,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from lysep_cli.execution.runner import RunKey, execute, execute_stack
-from lysep_cli.numerics import network
 from lysep_cli.numerics.dataset import experiment_data, problem_of
 from lysep_cli.numerics.metrics import finite_or_none, loss, relative_l2
 from lysep_cli.numerics.network import Params
