@@ -8,32 +8,23 @@
 # LYSEP (default: lysep on PATH), JOBS (2), COMMIT (1: commit after each experiment; 0: do not).
 # Dry run (prints the commands): LYSEP=echo COMMIT=0 suites/run-harder.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-LYSEP=${LYSEP:-lysep}
-JOBS=${JOBS:-2}
-COMMIT=${COMMIT:-1}
+source "$(dirname "$0")/env.sh"
 CONFIG=results/harder/experiments.yaml
 OUT=results/harder
 TAUS=0,1e-8,1e-4,1,1e2
-
-commit() {  # commit what $1 holds under results/harder, if anything changed
-  [ "$COMMIT" = 1 ] || return 0
-  git add -- "$OUT/$1" 2>/dev/null || return 0
-  git diff --cached --quiet -- "$OUT/$1" || git commit -q -m "results/harder: $2" -- "$OUT/$1"
-}
 
 experiments=$(sed -n '/^experiments:/,$p' "$CONFIG" | grep -E '^  [a-z0-9.-]+:$' | tr -d ' :')
 for e in $experiments; do
   echo "== $(date -u +%FT%TZ) $e"
   "$LYSEP" run "$e" --config "$CONFIG" --solver all --results "$OUT" --jobs "$JOBS"
-  commit "$e" "$e, every solver, sizes and seeds of its block (suites/run-harder.sh)"
+  commit "results/harder: $e, every solver, sizes and seeds of its block (suites/run-harder.sh)" "$OUT/$e"
 done
 for e in $experiments; do
   case "$e" in *-torch) continue ;; esac
   echo "== $(date -u +%FT%TZ) $e: LySep as written, fixed tau $TAUS, smallest size"
   "$LYSEP" study step-size "$e" --config "$CONFIG" --results "$OUT" --sizes smallest --seeds 0-4 \
     --iterations 2000 --taus "$TAUS"
-  commit "$e/study-step-size" "$e: LySep fixed-tau study at the smallest size (suites/run-harder.sh)"
+  commit "results/harder: $e: LySep fixed-tau study at the smallest size (suites/run-harder.sh)" "$OUT/$e/study-step-size"
 done
 "$LYSEP" status --config "$CONFIG" --results "$OUT" --check --timing
 "$LYSEP" verify --config "$CONFIG" --results "$OUT"  # saved networks, seals, 3 reruns (--all reruns all: the suite again)

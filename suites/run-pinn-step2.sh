@@ -8,14 +8,9 @@
 # stay as they are).  An (experiment, init) whose rule refused (no stable step) is left out, and named.
 # Each experiment's records are committed after it (COMMIT=1).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-LYSEP=${LYSEP:-lysep}
-JOBS=${JOBS:-2}
-COMMIT=${COMMIT:-1}
-PYTHON=${PYTHON:-.venv/bin/python}
+source "$(dirname "$0")/env.sh"
 OUT=results/harder-pinn-step2
 CONFIG=$OUT/experiments.yaml
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 mkdir -p "$OUT"
 "$PYTHON" - results/harder/experiments.yaml results/harder/study-pinn-step-v2 "$CONFIG" <<'PY'
 import re, sys
@@ -52,6 +47,6 @@ experiments=$(sed -n '/^experiments:/,$p' "$CONFIG" | grep -E '^  [a-z0-9.-]+:$'
 for e in $experiments; do
   echo "== $(date -u +%FT%TZ) $e"
   nice -n 10 "$LYSEP" run "$e" --config "$CONFIG" --solver pinn --results "$OUT" --jobs "$JOBS"
-  [ "$COMMIT" = 1 ] && git add -- "$OUT/$e" "$CONFIG" && { git diff --cached --quiet -- "$OUT" || git commit -q -m "$OUT: $e, PINN-GD at the second step rule's lr, every size and seed (suites/run-pinn-step2.sh)" -- "$OUT/$e" "$CONFIG"; }
+  commit "$OUT: $e, PINN-GD at the second step rule's lr, every size and seed (suites/run-pinn-step2.sh)" "$OUT/$e" "$CONFIG"
 done
 "$LYSEP" status --config "$CONFIG" --results "$OUT" --check --timing

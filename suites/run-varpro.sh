@@ -13,26 +13,15 @@
 # LYSEP (default: lysep on PATH), JOBS (2), COMMIT (1: commit after each experiment; 0: do not).
 # Dry run (prints the commands): LYSEP=echo COMMIT=0 suites/run-varpro.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
-LYSEP=${LYSEP:-lysep}
-JOBS=${JOBS:-2}
-COMMIT=${COMMIT:-1}
-PYTHON=${PYTHON:-.venv/bin/python}
+source "$(dirname "$0")/env.sh"
 SOLVERS=varpro-lm,varpro-lbfgs,varpro-gd
 HARDER=results/harder/experiments.yaml
 CONFIG=results/harder/experiments-varpro.yaml
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-
-commit() {  # commit what $1 holds, if anything changed
-  [ "$COMMIT" = 1 ] || return 0
-  git add -- "$1" 2>/dev/null || return 0
-  git diff --cached --quiet -- "$1" || git commit -q -m "$2" -- "$1"
-}
 
 for e in elliptic-2d elliptic-10d parabolic-5d hyperbolic-5d; do
   echo "== $(date -u +%FT%TZ) $e"
   nice -n 10 "$LYSEP" run "$e" --solver "$SOLVERS" --seeds 0-2 --results results/paper --jobs "$JOBS"
-  commit "results/paper/$e" "results/paper: $e, varpro (lm, lbfgs, gd), every size, seeds 0-2 (suites/run-varpro.sh)"
+  commit "results/paper: $e, varpro (lm, lbfgs, gd), every size, seeds 0-2 (suites/run-varpro.sh)" "results/paper/$e"
 done
 
 # The suite's experiments with varpro's blocks (the paper experiments' settings; init: torch in the twins).
@@ -57,9 +46,9 @@ experiments=$(sed -n '/^experiments:/,$p' "$CONFIG" | grep -E '^  [a-z0-9.-]+:$'
 for e in $experiments; do
   echo "== $(date -u +%FT%TZ) $e"
   nice -n 10 "$LYSEP" run "$e" --config "$CONFIG" --solver "$SOLVERS" --results results/harder --jobs "$JOBS"
-  commit "results/harder/$e" "results/harder: $e, varpro (lm, lbfgs, gd), every size and seed (suites/run-varpro.sh)"
+  commit "results/harder: $e, varpro (lm, lbfgs, gd), every size and seed (suites/run-varpro.sh)" "results/harder/$e"
 done
-commit "$CONFIG" "results/harder: the suite's experiments with varpro's blocks (suites/run-varpro.sh)"
+commit "results/harder: the suite's experiments with varpro's blocks (suites/run-varpro.sh)" "$CONFIG"
 "$LYSEP" status --config "$CONFIG" --results results/harder --check --timing
 "$LYSEP" verify --config "$CONFIG" --results results/harder
 "$LYSEP" verify --results results/paper --solver "$SOLVERS"
